@@ -1,0 +1,213 @@
+#pragma once
+// Blob: an N-D array with data and diff, each in lazily synced host/device memory (as Caffe).
+// The element type is a run-time property of the blob (float32 by default; float64 for gradient
+// checks; float16/bfloat16 reserved for mixed precision). Typed accessors check it.
+#include <cstddef>
+#include <cstdint>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "crema/error.hpp"
+
+namespace crema {
+
+class BlobProto;
+class BlobShape;
+
+enum class DataType : int { kFloat32 = 0, kFloat64 = 1, kFloat16 = 2, kBFloat16 = 3 };
+
+size_t SizeOf(DataType type);
+const char* DataTypeName(DataType type);
+
+template <typename T>
+struct DataTypeOf;
+template <>
+struct DataTypeOf<float> {
+  static constexpr DataType value = DataType::kFloat32;
+};
+template <>
+struct DataTypeOf<double> {
+  static constexpr DataType value = DataType::kFloat64;
+};
+
+// Calls `body` with a value of the C++ type matching `type` (float or double).
+#define CREMA_DISPATCH_FLOAT(type, T, ...)                                                  \
+  switch (type) {                                                                           \
+    case ::crema::DataType::kFloat32: {                                                     \
+      using T = float;                                                                      \
+      __VA_ARGS__;                                                                          \
+      break;                                                                                \
+    }                                                                                       \
+    case ::crema::DataType::kFloat64: {                                                     \
+      using T = double;                                                                     \
+      __VA_ARGS__;                                                                          \
+      break;                                                                                \
+    }                                                                                       \
+    default:                                                                                \
+      CREMA_THROW_CONFIG("element type ", ::crema::DataTypeName(type),                     \
+                         " is not supported here (float32 and float64 are)");               \
+  }
+
+// Host and (when built with CUDA) device copies of one buffer; copies happen on first access
+// from the side that is stale, as in Caffe.
+class SyncedMemory {
+ public:
+  enum class Head { kUninitialized, kAtCpu, kAtGpu, kSynced };
+
+  SyncedMemory() = default;
+  explicit SyncedMemory(size_t size_bytes);
+  ~SyncedMemory();
+  SyncedMemory(const SyncedMemory&) = delete;
+  SyncedMemory& operator=(const SyncedMemory&) = delete;
+
+  const void* cpu_data();
+  void* mutable_cpu_data();
+  const void* gpu_data();
+  void* mutable_gpu_data();
+  // Uses `data` (owned by the caller, at least size() bytes) as the host buffer.
+  void set_cpu_data(void* data);
+  Head head() const { return head_; }
+  size_t size() const { return size_; }
+
+ private:
+  void ToCpu();
+  void ToGpu();
+  void* cpu_ptr_ = nullptr;
+  void* gpu_ptr_ = nullptr;
+  size_t size_ = 0;
+  Head head_ = Head::kUninitialized;
+  bool own_cpu_data_ = false;
+  bool own_gpu_data_ = false;
+  int gpu_device_ = -1;
+};
+
+class Blob {
+ public:
+  static constexpr int kMaxAxes = 32;
+
+  explicit Blob(DataType type = DataType::kFloat32) : dtype_(type) {}
+  explicit Blob(const std::vector<int>& shape, DataType type = DataType::kFloat32);
+  Blob(int num, int channels, int height, int width, DataType type = DataType::kFloat32);
+  Blob(const Blob&) = delete;
+  Blob& operator=(const Blob&) = delete;
+
+  // Changes the shape; memory is reallocated only when the count grows beyond the capacity.
+  void Reshape(const std::vector<int>& shape);
+  void Reshape(const BlobShape& shape);
+  void Reshape(int num, int channels, int height, int width);
+  void ReshapeLike(const Blob& other) { Reshape(other.shape()); }
+
+  DataType dtype() const { return dtype_; }
+  // Changes the element type; the contents are discarded.
+  void set_dtype(DataType type);
+
+  const std::vector<int>& shape() const { return shape_; }
+  int shape(int index) const { return shape_[CanonicalAxisIndex(index)]; }
+  int num_axes() const { return static_cast<int>(shape_.size()); }
+  int64_t count() const { return count_; }
+  int64_t count(int start_axis, int end_axis) const;
+  int64_t count(int start_axis) const { return count(start_axis, num_axes()); }
+  // Maps a negative axis (-1 = last) to its positive index; ConfigError when out of range.
+  int CanonicalAxisIndex(int axis_index) const;
+  std::string shape_string() const;
+
+  // Caffe's legacy 4-D accessors (missing trailing axes read as 1).
+  int num() const { return LegacyShape(0); }
+  int channels() const { return LegacyShape(1); }
+  int height() const { return LegacyShape(2); }
+  int width() const { return LegacyShape(3); }
+  int LegacyShape(int index) const;
+  int64_t offset(int n, int c = 0, int h = 0, int w = 0) const;
+  int64_t offset(const std::vector<int>& indices) const;
+
+  template <typename T>
+  const T* cpu_data() const {
+    CheckType<T>();
+    return static_cast<const T*>(data_->cpu_data());
+  }
+  template <typename T>
+  T* mutable_cpu_data() {
+    CheckType<T>();
+    return static_cast<T*>(data_->mutable_cpu_data());
+  }
+  template <typename T>
+  const T* cpu_diff() const {
+    CheckType<T>();
+    return static_cast<const T*>(diff_->cpu_data());
+  }
+  template <typename T>
+  T* mutable_cpu_diff() {
+    CheckType<T>();
+    return static_cast<T*>(diff_->mutable_cpu_data());
+  }
+  template <typename T>
+  const T* gpu_data() const {
+    CheckType<T>();
+    return static_cast<const T*>(data_->gpu_data());
+  }
+  template <typename T>
+  T* mutable_gpu_data() {
+    CheckType<T>();
+    return static_cast<T*>(data_->mutable_gpu_data());
+  }
+  template <typename T>
+  const T* gpu_diff() const {
+    CheckType<T>();
+    return static_cast<const T*>(diff_->gpu_data());
+  }
+  template <typename T>
+  T* mutable_gpu_diff() {
+    CheckType<T>();
+    return static_cast<T*>(diff_->mutable_gpu_data());
+  }
+  // Element `index` of data/diff read as double, whatever the element type (tests, logging).
+  double data_at(int64_t index) const;
+  double diff_at(int64_t index) const;
+
+  const std::shared_ptr<SyncedMemory>& data() const { return data_; }
+  const std::shared_ptr<SyncedMemory>& diff() const { return diff_; }
+
+  // data -= diff (the plain SGD step once the solver has put the update into diff).
+  void Update();
+  // Fills with zeros.
+  void SetDataZero();
+  void SetDiffZero();
+  double asum_data() const;
+  double asum_diff() const;
+  double sumsq_data() const;
+  double sumsq_diff() const;
+  void scale_data(double factor);
+  void scale_diff(double factor);
+
+  // Makes this blob use `other`'s data (or diff) memory; the counts must match.
+  void ShareData(const Blob& other);
+  void ShareDiff(const Blob& other);
+  // Copies data (or diff) from `source`, reshaping this blob when `reshape` is true.
+  void CopyFrom(const Blob& source, bool copy_diff = false, bool reshape = false);
+
+  bool ShapeEquals(const BlobProto& other) const;
+  // Reads shape and values (float or double, new or legacy 4-D shape). Without `reshape`, a
+  // shape mismatch is a ConfigError naming both shapes.
+  void FromProto(const BlobProto& proto, bool reshape = true);
+  void ToProto(BlobProto* proto, bool write_diff = false) const;
+
+ private:
+  template <typename T>
+  void CheckType() const {
+    if (DataTypeOf<T>::value != dtype_) TypeMismatch(DataTypeOf<T>::value);
+  }
+  [[noreturn]] void TypeMismatch(DataType requested) const;
+
+  DataType dtype_;
+  std::shared_ptr<SyncedMemory> data_;
+  std::shared_ptr<SyncedMemory> diff_;
+  std::vector<int> shape_;
+  int64_t count_ = 0;
+  int64_t capacity_ = 0;
+};
+
+using BlobVec = std::vector<Blob*>;
+using BlobPtr = std::shared_ptr<Blob>;
+
+}  // namespace crema

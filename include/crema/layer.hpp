@@ -1,0 +1,151 @@
+#pragma once
+// Caffe's layer contract: SetUp (LayerSetUp + Reshape) once, then Forward/Backward over bottom
+// (input) and top (output) blobs. Loss layers find their loss weight in the top diff. A layer
+// that has no GPU kernel runs its CPU code inside a GPU net; the net says so once.
+#include <functional>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "crema/blob.hpp"
+#include "crema/device.hpp"
+#include "crema/error.hpp"
+#include "crema/proto.hpp"
+
+namespace crema {
+
+class Layer {
+ public:
+  explicit Layer(const LayerParameter& param);
+  virtual ~Layer() = default;
+  Layer(const Layer&) = delete;
+  Layer& operator=(const Layer&) = delete;
+
+  // Checks blob counts, runs LayerSetUp and Reshape, and writes loss weights into top diffs.
+  void SetUp(const BlobVec& bottom, const BlobVec& top);
+  // Reads parameters and creates learnable blobs; called once.
+  virtual void LayerSetUp(const BlobVec& bottom, const BlobVec& top) {}
+  // Shapes the tops (and internal buffers) from the bottoms; called whenever inputs change.
+  virtual void Reshape(const BlobVec& bottom, const BlobVec& top) = 0;
+
+  // Runs the layer on its device; returns the weighted loss of its loss tops.
+  double Forward(const BlobVec& bottom, const BlobVec& top);
+  void Backward(const BlobVec& top, const std::vector<bool>& propagate_down,
+                const BlobVec& bottom);
+
+  // The prototxt type string, e.g. "Convolution".
+  virtual const char* type() const = 0;
+  const std::string& name() const { return layer_param_.name(); }
+  const LayerParameter& layer_param() const { return layer_param_; }
+  Phase phase() const { return phase_; }
+  // Writes the parameter and the learnable blobs (and their diffs when asked).
+  virtual void ToProto(LayerParameter* param, bool write_diff = false) const;
+
+  std::vector<BlobPtr>& blobs() { return blobs_; }
+  const std::vector<BlobPtr>& blobs() const { return blobs_; }
+
+  double loss(int top_index) const {
+    return top_index < static_cast<int>(loss_.size()) ? loss_[top_index] : 0.0;
+  }
+  void set_loss(int top_index, double value);
+
+  // Declared blob counts; -1 means "no constraint".
+  virtual int ExactNumBottomBlobs() const { return -1; }
+  virtual int MinBottomBlobs() const { return -1; }
+  virtual int MaxBottomBlobs() const { return -1; }
+  virtual int ExactNumTopBlobs() const { return -1; }
+  virtual int MinTopBlobs() const { return -1; }
+  virtual int MaxTopBlobs() const { return -1; }
+  virtual bool EqualNumBottomTopBlobs() const { return false; }
+  // When true, the net creates anonymous tops up to the required count.
+  virtual bool AutoTopBlobs() const { return false; }
+  // Whether force_backward may make this bottom receive a gradient (false for labels).
+  virtual bool AllowForceBackward(int bottom_index) const { return true; }
+  // Whether a top may be the same blob as its bottom.
+  virtual bool AllowsInPlace() const { return false; }
+  // Whether ForwardGpu/BackwardGpu are real kernels (otherwise they run the CPU code).
+  virtual bool HasGpuKernels() const { return false; }
+
+  bool param_propagate_down(int param_id) const {
+    return param_id < static_cast<int>(param_propagate_down_.size()) &&
+           param_propagate_down_[param_id];
+  }
+  void set_param_propagate_down(int param_id, bool value);
+
+  void set_device(const Device& device) { device_ = device; }
+  const Device& device() const { return device_; }
+  // Element type used for tops and learnable blobs created by this layer.
+  DataType dtype() const { return dtype_; }
+  void set_dtype(DataType type) { dtype_ = type; }
+
+  // Where this layer's text came from, for error messages: given a field path relative to the
+  // layer (e.g. "convolution_param.kernel_size"), returns "file:line:col" or "".
+  using Locator = std::function<std::string(const std::string& field)>;
+  void set_locator(Locator locator) { locator_ = std::move(locator); }
+  // "file:line:col: layer "conv1" (Convolution): " — the prefix of every parameter error.
+  std::string ErrorPrefix(const std::string& field = "") const;
+
+ protected:
+  virtual void ForwardCpu(const BlobVec& bottom, const BlobVec& top) = 0;
+  virtual void BackwardCpu(const BlobVec& top, const std::vector<bool>& propagate_down,
+                           const BlobVec& bottom) = 0;
+  virtual void ForwardGpu(const BlobVec& bottom, const BlobVec& top) { ForwardCpu(bottom, top); }
+  virtual void BackwardGpu(const BlobVec& top, const std::vector<bool>& propagate_down,
+                           const BlobVec& bottom) {
+    BackwardCpu(top, propagate_down, bottom);
+  }
+
+  LayerParameter layer_param_;
+  Phase phase_;
+  std::vector<BlobPtr> blobs_;
+  std::vector<bool> param_propagate_down_;
+  std::vector<double> loss_;
+  Device device_;
+  DataType dtype_ = DataType::kFloat32;
+
+ private:
+  void CheckBlobCounts(const BlobVec& bottom, const BlobVec& top) const;
+  void SetLossWeights(const BlobVec& top);
+  Locator locator_;
+};
+
+// A layer with one bottom and one top of the same shape (element-wise functions).
+class NeuronLayer : public Layer {
+ public:
+  using Layer::Layer;
+  void Reshape(const BlobVec& bottom, const BlobVec& top) override;
+  int ExactNumBottomBlobs() const override { return 1; }
+  int ExactNumTopBlobs() const override { return 1; }
+  bool AllowsInPlace() const override { return true; }
+};
+
+// A loss layer: bottom[0] predictions, bottom[1] targets; one scalar top whose loss weight
+// defaults to 1.
+class LossLayer : public Layer {
+ public:
+  using Layer::Layer;
+  void LayerSetUp(const BlobVec& bottom, const BlobVec& top) override;
+  void Reshape(const BlobVec& bottom, const BlobVec& top) override;
+  int ExactNumBottomBlobs() const override { return 2; }
+  bool AutoTopBlobs() const override { return true; }
+  int ExactNumTopBlobs() const override { return 1; }
+  // The label input gets no gradient unless the layer says otherwise.
+  bool AllowForceBackward(int bottom_index) const override { return bottom_index != 1; }
+};
+
+// Throws ConfigError with the layer's location prefix when `cond` is false.
+#define CREMA_CHECK_PARAM(cond, field, ...)                                                   \
+  do {                                                                                        \
+    if (!(cond))                                                                              \
+      throw ::crema::ConfigError(this->ErrorPrefix(field) +                                   \
+                                 ::crema::StrCat(field, " " __VA_OPT__(, ) __VA_ARGS__));     \
+  } while (0)
+
+// Throws ConfigError about the layer's inputs (shapes, counts), with its location prefix.
+#define CREMA_CHECK_SHAPE(cond, ...)                                                           \
+  do {                                                                                         \
+    if (!(cond))                                                                               \
+      throw ::crema::ConfigError(this->ErrorPrefix() + ::crema::StrCat(__VA_ARGS__));          \
+  } while (0)
+
+}  // namespace crema

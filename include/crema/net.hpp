@@ -1,0 +1,194 @@
+#pragma once
+// Net: a DAG of layers built from a NetParameter with Caffe's semantics — NetState filtering,
+// automatic Split layers for blobs consumed more than once, in-place layers, parameter sharing
+// by ParamSpec name, loss weights, and inference of which layers need backward.
+#include <functional>
+#include <map>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "crema/blob.hpp"
+#include "crema/device.hpp"
+#include "crema/layer.hpp"
+#include "crema/proto.hpp"
+
+namespace crema {
+
+class ProtoSource;
+
+struct NetOptions {
+  Device device;
+  // Replaces the phase/level/stages of the NetParameter's state when set.
+  bool override_state = false;
+  NetState state;
+  // Where the NetParameter came from (for file:line in errors); may be null.
+  std::shared_ptr<const ProtoSource> source;
+  // Log each layer's set-up (glog INFO); off for test nets built repeatedly.
+  bool verbose = true;
+};
+
+class Net {
+ public:
+  explicit Net(const NetParameter& param, const NetOptions& options = {});
+  // Reads a prototxt (with source locations for errors), upgrades legacy formats and builds it
+  // for `phase` (with `level` and `stages`).
+  static std::unique_ptr<Net> FromFile(const std::string& path, Phase phase, int level = 0,
+                                       const std::vector<std::string>& stages = {},
+                                       const Device& device = Device::Cpu());
+  ~Net();
+  Net(const Net&) = delete;
+  Net& operator=(const Net&) = delete;
+
+  // Forward over all layers; returns the total loss.
+  double Forward();
+  double ForwardFromTo(int start, int end);  // inclusive layer indices
+  double ForwardFrom(int start) { return ForwardFromTo(start, num_layers() - 1); }
+  double ForwardTo(int end) { return ForwardFromTo(0, end); }
+  void Backward();
+  void BackwardFromTo(int start, int end);  // start >= end, inclusive, walks backwards
+  void BackwardFrom(int start) { BackwardFromTo(start, 0); }
+  void BackwardTo(int end) { BackwardFromTo(num_layers() - 1, end); }
+  double ForwardBackward() {
+    double loss = Forward();
+    Backward();
+    return loss;
+  }
+  // Re-runs every layer's Reshape (after an input blob changed shape).
+  void Reshape();
+
+  void ClearParamDiffs();
+  // data -= diff for every learnable parameter that owns its memory.
+  void Update();
+  // Makes this net use `other`'s learned parameter memory (test nets share the train net's).
+  void ShareTrainedLayersWith(const Net& other);
+
+  // Copies parameters layer by layer, by name. Layers absent from `param` keep their values;
+  // a shape mismatch is a ConfigError naming the layer and both shapes.
+  void CopyTrainedLayersFrom(const NetParameter& param);
+  // Binary .caffemodel (NetParameter) or HDF5 (.h5/.caffemodel.h5) weights.
+  void CopyTrainedLayersFrom(const std::string& path);
+  void ToProto(NetParameter* param, bool write_diff = false) const;
+  void ToHDF5(const std::string& path, bool write_diff = false) const;
+
+  const std::string& name() const { return name_; }
+  Phase phase() const { return phase_; }
+  const Device& device() const { return device_; }
+  int num_layers() const { return static_cast<int>(layers_.size()); }
+  const std::vector<std::string>& layer_names() const { return layer_names_; }
+  const std::vector<std::string>& blob_names() const { return blob_names_; }
+  const std::vector<BlobPtr>& blobs() const { return blobs_; }
+  const std::vector<std::unique_ptr<Layer>>& layers() const { return layers_; }
+  const std::vector<BlobVec>& bottom_vecs() const { return bottom_vecs_; }
+  const std::vector<BlobVec>& top_vecs() const { return top_vecs_; }
+  const std::vector<int>& bottom_ids(int layer) const { return bottom_id_vecs_[layer]; }
+  const std::vector<int>& top_id_vec(int layer) const { return top_id_vecs_[layer]; }
+  const std::vector<std::vector<bool>>& bottom_need_backward() const {
+    return bottom_need_backward_;
+  }
+  const std::vector<bool>& layer_need_backward() const { return layer_need_backward_; }
+  const std::vector<double>& blob_loss_weights() const { return blob_loss_weights_; }
+  // Every parameter blob of every layer, in layer order (shared ones repeated).
+  const std::vector<BlobPtr>& params() const { return params_; }
+  // Parameters that own their memory (shared ones appear once), with their multipliers.
+  const std::vector<Blob*>& learnable_params() const { return learnable_params_; }
+  const std::vector<float>& params_lr() const { return params_lr_; }
+  const std::vector<bool>& has_params_lr() const { return has_params_lr_; }
+  const std::vector<float>& params_weight_decay() const { return params_weight_decay_; }
+  const std::vector<bool>& has_params_decay() const { return has_params_decay_; }
+  // For each entry of params(): the index in params() of its owner, or -1 when it owns itself.
+  const std::vector<int>& param_owners() const { return param_owners_; }
+  const std::vector<std::string>& param_display_names() const { return param_display_names_; }
+  // (layer index, blob index within the layer) of each entry of params().
+  const std::vector<std::pair<int, int>>& param_layer_indices() const {
+    return param_layer_indices_;
+  }
+  const BlobVec& input_blobs() const { return net_input_blobs_; }
+  const BlobVec& output_blobs() const { return net_output_blobs_; }
+  const std::vector<int>& input_blob_indices() const { return net_input_blob_indices_; }
+  const std::vector<int>& output_blob_indices() const { return net_output_blob_indices_; }
+  bool has_blob(const std::string& name) const { return blob_names_index_.count(name) > 0; }
+  // Null when absent.
+  BlobPtr blob_by_name(const std::string& name) const;
+  bool has_layer(const std::string& name) const { return layer_names_index_.count(name) > 0; }
+  Layer* layer_by_name(const std::string& name) const;
+  int layer_index(const std::string& name) const;  // -1 when absent
+  void set_debug_info(bool value) { debug_info_ = value; }
+  // The NetParameter this net was built from, after filtering and split insertion.
+  const NetParameter& filtered_param() const { return filtered_param_; }
+
+ private:
+  void Init(const NetParameter& param, const NetOptions& options);
+  void AppendTop(const NetParameter& param, int layer_id, int top_id,
+                 std::map<std::string, int>* blob_name_to_idx);
+  int AppendBottom(const NetParameter& param, int layer_id, int bottom_id,
+                   std::map<std::string, int>* available_blobs,
+                   std::map<std::string, int>* blob_name_to_idx);
+  void AppendParam(const NetParameter& param, int layer_id, int param_id);
+  void ForwardDebugInfo(int layer_id);
+  void BackwardDebugInfo(int layer_id);
+  void UpdateDebugInfo(int param_id);
+  std::string LayerLocation(int layer_param_index, const std::string& field) const;
+  std::string ErrorAt(int layer_param_index, const std::string& field) const;
+
+  std::string name_;
+  Phase phase_ = TEST;
+  Device device_;
+  std::shared_ptr<const ProtoSource> source_;
+  // The parameter as read, for source locations (kept only when source_ is set).
+  NetParameter original_param_;
+  NetParameter filtered_param_;
+  // For each layer of filtered_param_, the index of the layer in the original parameter
+  // (-1 for inserted Split layers), to find its source location.
+  std::vector<int> original_layer_index_;
+  std::vector<std::unique_ptr<Layer>> layers_;
+  std::vector<std::string> layer_names_;
+  std::map<std::string, int> layer_names_index_;
+  std::vector<bool> layer_need_backward_;
+  std::vector<BlobPtr> blobs_;
+  std::vector<std::string> blob_names_;
+  std::map<std::string, int> blob_names_index_;
+  std::vector<bool> blob_need_backward_;
+  std::vector<BlobVec> bottom_vecs_;
+  std::vector<std::vector<int>> bottom_id_vecs_;
+  std::vector<std::vector<bool>> bottom_need_backward_;
+  std::vector<BlobVec> top_vecs_;
+  std::vector<std::vector<int>> top_id_vecs_;
+  std::vector<double> blob_loss_weights_;
+  std::vector<std::vector<int>> param_id_vecs_;
+  std::vector<int> param_owners_;
+  std::vector<std::string> param_display_names_;
+  std::vector<std::pair<int, int>> param_layer_indices_;
+  std::map<std::string, int> param_names_index_;
+  std::vector<int> net_input_blob_indices_;
+  std::vector<int> net_output_blob_indices_;
+  BlobVec net_input_blobs_;
+  BlobVec net_output_blobs_;
+  std::vector<BlobPtr> params_;
+  std::vector<Blob*> learnable_params_;
+  std::vector<int> learnable_param_ids_;
+  std::vector<float> params_lr_;
+  std::vector<bool> has_params_lr_;
+  std::vector<float> params_weight_decay_;
+  std::vector<bool> has_params_decay_;
+  bool debug_info_ = false;
+};
+
+// NetState filtering: keeps the layers whose include/exclude rules match `param.state()`.
+void FilterNet(const NetParameter& param, NetParameter* filtered,
+               std::vector<int>* original_index = nullptr);
+bool StateMeetsRule(const NetState& state, const NetStateRule& rule, const std::string& layer);
+// Given a layer index and a field path, the prefix of an error message ("file:line:col: layer
+// "x" (Type): ").
+using ErrorPrefixFn = std::function<std::string(int layer_index, const std::string& field)>;
+// Inserts Split layers for blobs consumed by more than one layer (Caffe's naming). When
+// `original_index` is given it maps input layers to source indices and is rewritten for the
+// output (-1 for inserted splits).
+void InsertSplits(const NetParameter& param, NetParameter* split_param,
+                  std::vector<int>* original_index = nullptr, const ErrorPrefixFn& where = nullptr);
+std::string SplitLayerName(const std::string& layer_name, const std::string& blob_name,
+                           int blob_idx);
+std::string SplitBlobName(const std::string& layer_name, const std::string& blob_name,
+                          int blob_idx, int split_idx);
+
+}  // namespace crema

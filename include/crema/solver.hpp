@@ -1,0 +1,129 @@
+#pragma once
+// Solver: builds the train net and test nets from a SolverParameter, runs the training loop
+// (forward/backward, iter_size accumulation, update, display, test, snapshot) with Caffe's
+// semantics. Update rules are subclasses registered by their `type` string ("SGD", ...).
+#include <functional>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "crema/device.hpp"
+#include "crema/net.hpp"
+#include "crema/proto.hpp"
+
+namespace crema {
+
+class ProtoSource;
+
+struct SolverOptions {
+  Device device;
+  // Where the SolverParameter came from (error locations); may be null.
+  std::shared_ptr<const ProtoSource> source;
+  // Directory that relative net paths in the solver are resolved against ("" = cwd, as Caffe).
+  std::string base_dir;
+};
+
+class Solver {
+ public:
+  // What the training loop should do when polled between iterations (signals, callbacks).
+  enum class Action { kNone, kStop, kSnapshot };
+  using ActionFunction = std::function<Action()>;
+  // Called after every iteration's update, with the solver.
+  using IterationCallback = std::function<void(const Solver&)>;
+
+  Solver(const SolverParameter& param, const SolverOptions& options);
+  virtual ~Solver();
+  Solver(const Solver&) = delete;
+  Solver& operator=(const Solver&) = delete;
+
+  // Creates the solver named by param.type() (legacy solver_type upgraded first).
+  static std::unique_ptr<Solver> Create(const SolverParameter& param,
+                                        const SolverOptions& options = {});
+  static std::vector<std::string> Types();
+
+  // Runs until max_iter (resuming from `resume_file` when given): the final snapshot, display
+  // and test follow Caffe.
+  void Solve(const std::string& resume_file = "");
+  // Runs `iters` iterations.
+  void Step(int iters);
+  // Restores the iteration, learning-rate state, history and weights from a .solverstate
+  // (binary or HDF5).
+  void Restore(const std::string& state_file);
+  // Writes <prefix>_iter_N.caffemodel (or .caffemodel.h5) and .solverstate(.h5); returns the
+  // model file name.
+  std::string Snapshot();
+  // Runs all test nets once (test_iter batches each), logging and returning each net's scores.
+  std::vector<std::vector<std::pair<std::string, double>>> TestAll();
+  // The scores of the latest TestAll (empty before the first test) and its iteration (-1).
+  const std::vector<std::vector<std::pair<std::string, double>>>& last_test_scores() const {
+    return last_test_scores_;
+  }
+  int last_test_iter() const { return last_test_iter_; }
+
+  const SolverParameter& param() const { return param_; }
+  Net* net() const { return net_.get(); }
+  const std::vector<std::unique_ptr<Net>>& test_nets() const { return test_nets_; }
+  int iter() const { return iter_; }
+  double smoothed_loss() const { return smoothed_loss_; }
+  virtual const char* type() const = 0;
+  // Learning rate for the current iteration under the lr_policy.
+  double GetLearningRate() const;
+
+  void set_action_function(ActionFunction f) { action_function_ = std::move(f); }
+  void add_iteration_callback(IterationCallback f) { iteration_callbacks_.push_back(std::move(f)); }
+
+ protected:
+  // Turns the accumulated diffs into updates and applies them (lr, momentum, decay, clipping).
+  virtual void ApplyUpdate() = 0;
+  virtual void SnapshotSolverState(const std::string& model_filename) = 0;
+  virtual void RestoreSolverStateFromBinaryProto(const std::string& state_file) = 0;
+  virtual void RestoreSolverStateFromHDF5(const std::string& state_file) = 0;
+
+  std::string SnapshotFilename(const std::string& extension) const;
+  void TestNet(int test_net_id, std::vector<std::pair<std::string, double>>* scores);
+  void UpdateSmoothedLoss(double loss, int start_iter, int average_loss);
+  // Error prefix naming the solver file and field.
+  std::string ErrorAt(const std::string& field) const;
+
+  SolverParameter param_;
+  SolverOptions options_;
+  std::unique_ptr<Net> net_;
+  std::vector<std::unique_ptr<Net>> test_nets_;
+  int iter_ = 0;
+  int current_step_ = 0;
+  std::vector<double> losses_;
+  double smoothed_loss_ = 0;
+  bool requested_early_exit_ = false;
+  ActionFunction action_function_;
+  std::vector<std::vector<std::pair<std::string, double>>> last_test_scores_;
+  int last_test_iter_ = -1;
+  std::vector<IterationCallback> iteration_callbacks_;
+
+ private:
+  void InitTrainNet();
+  void InitTestNets();
+  Action GetRequestedAction() const;
+};
+
+class SolverRegistry {
+ public:
+  using Creator =
+      std::function<std::unique_ptr<Solver>(const SolverParameter&, const SolverOptions&)>;
+  static void Add(const std::string& type, Creator creator);
+  static bool Has(const std::string& type);
+  static std::unique_ptr<Solver> Create(const SolverParameter& param, const SolverOptions& opts);
+  static std::vector<std::string> Types();
+};
+
+struct SolverRegisterer {
+  SolverRegisterer(const char* type, SolverRegistry::Creator creator) {
+    SolverRegistry::Add(type, std::move(creator));
+  }
+};
+
+}  // namespace crema
+
+#define CREMA_REGISTER_SOLVER(type, Class)                                                 \
+  static ::crema::SolverRegisterer crema_solver_registerer_##type(                         \
+      #type, [](const ::crema::SolverParameter& p, const ::crema::SolverOptions& o)        \
+                 -> std::unique_ptr<::crema::Solver> { return std::make_unique<Class>(p, o); })

@@ -1,0 +1,308 @@
+#include "layers/convolution/base_conv_layer.hpp"
+
+#include <memory>
+#include <string>
+
+#include "core/filler.hpp"
+#include "math/im2col.hpp"
+#include "math/math.hpp"
+
+namespace crema {
+namespace {
+
+std::string ShapeString(const std::vector<int>& shape) {
+  std::string s = "(";
+  for (size_t i = 0; i < shape.size(); ++i) s += (i ? " " : "") + std::to_string(shape[i]);
+  return s + ")";
+}
+
+// Whether weights read from a file fit `expected`: the same shape, or Caffe's legacy 4-D form of
+// it (leading axes of size 1, e.g. an old bias of (1, 1, 1, N)).
+bool FitsShape(const std::vector<int>& given, const std::vector<int>& expected) {
+  if (given == expected) return true;
+  if (given.size() != 4 || expected.size() > 4) return false;
+  std::vector<int> legacy(4 - expected.size(), 1);
+  legacy.insert(legacy.end(), expected.begin(), expected.end());
+  return given == legacy;
+}
+
+}  // namespace
+
+void BaseConvolutionLayer::ReadSpatialParam(const char* name, int num_values,
+                                            const uint32_t* values, bool has_h, bool has_w,
+                                            uint32_t value_h, uint32_t value_w, int default_value,
+                                            bool required, std::vector<int>* out) {
+  const std::string field = StrCat("convolution_param.", name);
+  // The 2-D alternatives of kernel_size are kernel_h/kernel_w.
+  const std::string hw = std::string(name) == "kernel_size" ? "kernel" : name;
+  out->assign(num_spatial_axes_, default_value);
+  if (has_h || has_w) {
+    // As Caffe: both _h and _w are read; a missing one reads as its proto default (0 for kernel
+    // and stride, caught by the > 0 checks).
+    CREMA_CHECK_PARAM(num_spatial_axes_ == 2, StrCat("convolution_param.", hw, "_h"), "and ", hw,
+                      "_w can only be used for 2-D convolution, the bottom has ", num_spatial_axes_,
+                      " spatial axes");
+    CREMA_CHECK_PARAM(num_values == 0, field, "is given both as ", name, " and as ", hw, "_h/", hw,
+                      "_w; use one or the other");
+    (*out)[0] = static_cast<int>(value_h);
+    (*out)[1] = static_cast<int>(value_w);
+    return;
+  }
+  if (required)
+    CREMA_CHECK_PARAM(num_values > 0, field, "must be given (or ", hw, "_h and ", hw, "_w)");
+  if (num_values == 0) return;
+  CREMA_CHECK_PARAM(num_values == 1 || num_values == num_spatial_axes_, field,
+                    "must be given once, or once per spatial axis (", num_spatial_axes_, "), got ",
+                    num_values, " values");
+  for (int i = 0; i < num_spatial_axes_; ++i)
+    (*out)[i] = static_cast<int>(values[num_values == 1 ? 0 : i]);
+}
+
+void BaseConvolutionLayer::LayerSetUp(const BlobVec& bottom, const BlobVec& top) {
+  const ConvolutionParameter& param = layer_param_.convolution_param();
+  force_nd_im2col_ = param.force_nd_im2col();
+  {
+    const int axis = param.axis();
+    const int num_axes = bottom[0]->num_axes();
+    CREMA_CHECK_PARAM(axis >= -num_axes && axis < num_axes, "convolution_param.axis",
+                      "must be in [", -num_axes, ", ", num_axes, ") for a bottom of shape ",
+                      bottom[0]->shape_string(), ", got ", axis);
+    channel_axis_ = bottom[0]->CanonicalAxisIndex(axis);
+    num_spatial_axes_ = num_axes - channel_axis_ - 1;
+  }
+  ReadSpatialParam("kernel_size", param.kernel_size_size(), param.kernel_size().data(),
+                   param.has_kernel_h(), param.has_kernel_w(), param.kernel_h(), param.kernel_w(),
+                   0, true, &kernel_shape_);
+  for (int i = 0; i < num_spatial_axes_; ++i) {
+    CREMA_CHECK_PARAM(kernel_shape_[i] > 0,
+                      param.has_kernel_h() || param.has_kernel_w()
+                          ? (i == 0 ? "convolution_param.kernel_h" : "convolution_param.kernel_w")
+                          : "convolution_param.kernel_size",
+                      "must be > 0, got ", kernel_shape_[i]);
+  }
+  ReadSpatialParam("stride", param.stride_size(), param.stride().data(), param.has_stride_h(),
+                   param.has_stride_w(), param.stride_h(), param.stride_w(), 1, false, &stride_);
+  for (int i = 0; i < num_spatial_axes_; ++i) {
+    CREMA_CHECK_PARAM(stride_[i] > 0,
+                      param.has_stride_h() || param.has_stride_w()
+                          ? (i == 0 ? "convolution_param.stride_h" : "convolution_param.stride_w")
+                          : "convolution_param.stride",
+                      "must be > 0, got ", stride_[i]);
+  }
+  ReadSpatialParam("pad", param.pad_size(), param.pad().data(), param.has_pad_h(),
+                   param.has_pad_w(), param.pad_h(), param.pad_w(), 0, false, &pad_);
+  {
+    const int n = param.dilation_size();
+    CREMA_CHECK_PARAM(n == 0 || n == 1 || n == num_spatial_axes_, "convolution_param.dilation",
+                      "must be given once, or once per spatial axis (", num_spatial_axes_,
+                      "), got ", n, " values");
+    dilation_.assign(num_spatial_axes_, 1);
+    for (int i = 0; i < num_spatial_axes_ && n > 0; ++i) {
+      dilation_[i] = static_cast<int>(param.dilation(n == 1 ? 0 : i));
+      CREMA_CHECK_PARAM(dilation_[i] > 0, "convolution_param.dilation", "must be > 0, got ",
+                        dilation_[i]);
+    }
+  }
+  is_1x1_ = true;
+  for (int i = 0; i < num_spatial_axes_; ++i)
+    is_1x1_ &= kernel_shape_[i] == 1 && stride_[i] == 1 && pad_[i] == 0;
+
+  channels_ = bottom[0]->shape(channel_axis_);
+  num_output_ = static_cast<int>(param.num_output());
+  CREMA_CHECK_PARAM(num_output_ > 0, "convolution_param.num_output", "must be > 0, got ",
+                    num_output_);
+  group_ = static_cast<int>(param.group());
+  CREMA_CHECK_PARAM(group_ > 0, "convolution_param.group", "must be > 0, got ", group_);
+  CREMA_CHECK_PARAM(channels_ % group_ == 0, "convolution_param.group",
+                    "must divide the input channels: ", channels_, " channels, group ", group_);
+  CREMA_CHECK_PARAM(num_output_ % group_ == 0, "convolution_param.group",
+                    "must divide num_output: num_output ", num_output_, ", group ", group_);
+  if (reverse_dimensions()) {
+    conv_out_channels_ = channels_;
+    conv_in_channels_ = num_output_;
+  } else {
+    conv_out_channels_ = num_output_;
+    conv_in_channels_ = channels_;
+  }
+
+  std::vector<int> weight_shape = {conv_out_channels_, conv_in_channels_ / group_};
+  weight_shape.insert(weight_shape.end(), kernel_shape_.begin(), kernel_shape_.end());
+  bias_term_ = param.bias_term();
+  const std::vector<int> bias_shape = {num_output_};
+  if (!blobs_.empty()) {
+    // Weights came with the parameter (a .caffemodel): check them, skip the fillers.
+    CREMA_CHECK_PARAM(static_cast<int>(blobs_.size()) == 1 + (bias_term_ ? 1 : 0), "blobs",
+                      "must hold ", 1 + (bias_term_ ? 1 : 0), " blobs (weights",
+                      bias_term_ ? " and bias" : "", "), got ", blobs_.size());
+    CREMA_CHECK_PARAM(FitsShape(blobs_[0]->shape(), weight_shape), "blobs",
+                      "weight shape mismatch: expected ", ShapeString(weight_shape), ", got ",
+                      ShapeString(blobs_[0]->shape()));
+    if (bias_term_)
+      CREMA_CHECK_PARAM(FitsShape(blobs_[1]->shape(), bias_shape), "blobs",
+                        "bias shape mismatch: expected ", ShapeString(bias_shape), ", got ",
+                        ShapeString(blobs_[1]->shape()));
+    for (size_t i = 0; i < blobs_.size(); ++i) {
+      const std::vector<int>& shape = i == 0 ? weight_shape : bias_shape;
+      if (blobs_[i]->dtype() == dtype()) {
+        blobs_[i]->Reshape(shape);
+        continue;
+      }
+      auto converted = std::make_shared<Blob>(shape, dtype());
+      blobs_[i]->Reshape(shape);
+      converted->CopyFrom(*blobs_[i]);
+      blobs_[i] = converted;
+    }
+  } else {
+    blobs_.push_back(std::make_shared<Blob>(weight_shape, dtype()));
+    FillBlob(param.weight_filler(), blobs_[0].get(),
+             ErrorPrefix("convolution_param.weight_filler") + "convolution_param.weight_filler: ");
+    if (bias_term_) {
+      blobs_.push_back(std::make_shared<Blob>(bias_shape, dtype()));
+      FillBlob(param.bias_filler(), blobs_[1].get(),
+               ErrorPrefix("convolution_param.bias_filler") + "convolution_param.bias_filler: ");
+    }
+  }
+  kernel_dim_ = blobs_[0]->count(1);
+  weight_offset_ = conv_out_channels_ * kernel_dim_ / group_;
+  param_propagate_down_.assign(blobs_.size(), true);
+  col_buffer_.set_dtype(dtype());
+  bias_multiplier_.set_dtype(dtype());
+}
+
+void BaseConvolutionLayer::Reshape(const BlobVec& bottom, const BlobVec& top) {
+  const int first_spatial_axis = channel_axis_ + 1;
+  CREMA_CHECK_SHAPE(bottom[0]->num_axes() == first_spatial_axis + num_spatial_axes_,
+                    "the number of bottom axes may not change: set up with ",
+                    first_spatial_axis + num_spatial_axes_, ", got bottom ",
+                    bottom[0]->shape_string());
+  CREMA_CHECK_SHAPE(bottom[0]->shape(channel_axis_) == channels_, "set up for ", channels_,
+                    " input channels (axis ", channel_axis_, "), got bottom ",
+                    bottom[0]->shape_string());
+  for (size_t i = 1; i < bottom.size(); ++i) {
+    CREMA_CHECK_SHAPE(bottom[i]->shape() == bottom[0]->shape(),
+                      "all bottoms must have the same shape, got bottom 0 ",
+                      bottom[0]->shape_string(), " and bottom ", i, " ", bottom[i]->shape_string());
+  }
+  for (size_t i = 0; i < top.size(); ++i)
+    for (size_t j = 0; j < bottom.size(); ++j)
+      CREMA_CHECK_SHAPE(top[i] != bottom[j], "does not support in-place computation (top ", i,
+                        " is bottom ", j, ")");
+  num_ = bottom[0]->count(0, channel_axis_);
+  bottom_shape_ = bottom[0]->shape();
+  ComputeOutputShape();
+  std::vector<int> top_shape(bottom_shape_.begin(), bottom_shape_.begin() + channel_axis_);
+  top_shape.push_back(num_output_);
+  top_shape.insert(top_shape.end(), output_shape_.begin(), output_shape_.end());
+  for (Blob* t : top) t->Reshape(top_shape);
+  conv_out_spatial_dim_ = reverse_dimensions() ? bottom[0]->count(first_spatial_axis)
+                                               : top[0]->count(first_spatial_axis);
+  col_offset_ = kernel_dim_ * conv_out_spatial_dim_;
+  output_offset_ = conv_out_channels_ * conv_out_spatial_dim_ / group_;
+  conv_input_shape_.assign(num_spatial_axes_ + 1, 0);
+  for (int i = 0; i <= num_spatial_axes_; ++i)
+    conv_input_shape_[i] = reverse_dimensions() ? top[0]->shape(channel_axis_ + i)
+                                                : bottom[0]->shape(channel_axis_ + i);
+  col_buffer_shape_.assign(1, static_cast<int>(kernel_dim_ * group_));
+  for (int i = 0; i < num_spatial_axes_; ++i)
+    col_buffer_shape_.push_back(reverse_dimensions() ? input_shape(i) : output_shape_[i]);
+  if (!is_1x1_) col_buffer_.Reshape(col_buffer_shape_);
+  bottom_dim_ = bottom[0]->count(channel_axis_);
+  top_dim_ = top[0]->count(channel_axis_);
+  out_spatial_dim_ = top[0]->count(first_spatial_axis);
+  if (bias_term_ && bias_multiplier_.count() != out_spatial_dim_) {
+    bias_multiplier_.Reshape({static_cast<int>(out_spatial_dim_)});
+    CREMA_DISPATCH_FLOAT(
+        dtype(), T, cpu::Set<T>(out_spatial_dim_, T(1), bias_multiplier_.mutable_cpu_data<T>()));
+  }
+}
+
+template <typename T>
+void BaseConvolutionLayer::Im2colCpu(const T* data, T* col) {
+  if (!force_nd_im2col_ && num_spatial_axes_ == 2) {
+    cpu::Im2col<T>(data, conv_in_channels_, conv_input_shape_[1], conv_input_shape_[2],
+                   kernel_shape_[0], kernel_shape_[1], pad_[0], pad_[1], stride_[0], stride_[1],
+                   dilation_[0], dilation_[1], col);
+  } else {
+    cpu::Im2colNd<T>(data, num_spatial_axes_, conv_input_shape_.data(), col_buffer_shape_.data(),
+                     kernel_shape_.data(), pad_.data(), stride_.data(), dilation_.data(), col);
+  }
+}
+
+template <typename T>
+void BaseConvolutionLayer::Col2imCpu(const T* col, T* data) {
+  if (!force_nd_im2col_ && num_spatial_axes_ == 2) {
+    cpu::Col2im<T>(col, conv_in_channels_, conv_input_shape_[1], conv_input_shape_[2],
+                   kernel_shape_[0], kernel_shape_[1], pad_[0], pad_[1], stride_[0], stride_[1],
+                   dilation_[0], dilation_[1], data);
+  } else {
+    cpu::Col2imNd<T>(col, num_spatial_axes_, conv_input_shape_.data(), col_buffer_shape_.data(),
+                     kernel_shape_.data(), pad_.data(), stride_.data(), dilation_.data(), data);
+  }
+}
+
+template <typename T>
+void BaseConvolutionLayer::ForwardGemm(const T* input, const T* weights, T* output,
+                                       bool skip_im2col) {
+  const T* col_buff = input;
+  if (!is_1x1_) {
+    if (!skip_im2col) Im2colCpu(input, col_buffer_.mutable_cpu_data<T>());
+    col_buff = col_buffer_.cpu_data<T>();
+  }
+  for (int g = 0; g < group_; ++g) {
+    cpu::Gemm<T>(cpu::Trans::kNo, cpu::Trans::kNo, conv_out_channels_ / group_,
+                 static_cast<int>(conv_out_spatial_dim_), static_cast<int>(kernel_dim_), T(1),
+                 weights + weight_offset_ * g, col_buff + col_offset_ * g, T(0),
+                 output + output_offset_ * g);
+  }
+}
+
+template <typename T>
+void BaseConvolutionLayer::ForwardBias(T* output, const T* bias) {
+  cpu::Gemm<T>(cpu::Trans::kNo, cpu::Trans::kNo, num_output_, static_cast<int>(out_spatial_dim_), 1,
+               T(1), bias, bias_multiplier_.cpu_data<T>(), T(1), output);
+}
+
+template <typename T>
+void BaseConvolutionLayer::BackwardGemm(const T* output, const T* weights, T* input) {
+  T* col_buff = is_1x1_ ? input : col_buffer_.mutable_cpu_data<T>();
+  for (int g = 0; g < group_; ++g) {
+    cpu::Gemm<T>(cpu::Trans::kYes, cpu::Trans::kNo, static_cast<int>(kernel_dim_),
+                 static_cast<int>(conv_out_spatial_dim_), conv_out_channels_ / group_, T(1),
+                 weights + weight_offset_ * g, output + output_offset_ * g, T(0),
+                 col_buff + col_offset_ * g);
+  }
+  if (!is_1x1_) Col2imCpu(static_cast<const T*>(col_buff), input);
+}
+
+template <typename T>
+void BaseConvolutionLayer::WeightGemm(const T* input, const T* output, T* weights) {
+  const T* col_buff = input;
+  if (!is_1x1_) {
+    Im2colCpu(input, col_buffer_.mutable_cpu_data<T>());
+    col_buff = col_buffer_.cpu_data<T>();
+  }
+  for (int g = 0; g < group_; ++g) {
+    cpu::Gemm<T>(cpu::Trans::kNo, cpu::Trans::kYes, conv_out_channels_ / group_,
+                 static_cast<int>(kernel_dim_), static_cast<int>(conv_out_spatial_dim_), T(1),
+                 output + output_offset_ * g, col_buff + col_offset_ * g, T(1),
+                 weights + weight_offset_ * g);
+  }
+}
+
+template <typename T>
+void BaseConvolutionLayer::BackwardBias(T* bias, const T* input) {
+  cpu::Gemv<T>(cpu::Trans::kNo, num_output_, static_cast<int>(out_spatial_dim_), T(1), input,
+               bias_multiplier_.cpu_data<T>(), T(1), bias);
+}
+
+#define CREMA_INSTANTIATE_BASE_CONV(T)                                              \
+  template void BaseConvolutionLayer::ForwardGemm<T>(const T*, const T*, T*, bool); \
+  template void BaseConvolutionLayer::ForwardBias<T>(T*, const T*);                 \
+  template void BaseConvolutionLayer::BackwardGemm<T>(const T*, const T*, T*);      \
+  template void BaseConvolutionLayer::WeightGemm<T>(const T*, const T*, T*);        \
+  template void BaseConvolutionLayer::BackwardBias<T>(T*, const T*);
+CREMA_INSTANTIATE_BASE_CONV(float)
+CREMA_INSTANTIATE_BASE_CONV(double)
+#undef CREMA_INSTANTIATE_BASE_CONV
+
+}  // namespace crema

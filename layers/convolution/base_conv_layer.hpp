@@ -1,0 +1,103 @@
+#pragma once
+// The machinery shared by convolution-like layers (Convolution, Deconvolution), as Caffe's
+// BaseConvolutionLayer: parameter parsing and checks, learnable blobs, and the im2col + GEMM
+// kernels for one image.
+//
+// Axes: bottom is (batch axes..., C, spatial axes...) with the channel axis at
+// convolution_param.axis; the number of spatial axes comes from the bottom. Per spatial axis:
+// kernel (> 0), pad (default 0), stride (> 0, default 1), dilation (> 0, default 1), each given
+// once for all axes or once per axis; kernel_h/_w, pad_h/_w, stride_h/_w are 2-D alternatives.
+// Weights: (conv_out_channels, conv_in_channels / group, kernel...); bias: (num_output).
+// For a forward convolution conv_out = num_output and conv_in = C; a "reversed" layer
+// (Deconvolution) swaps them. Kernels 1x..x1 with stride 1 and pad 0 skip im2col and read the
+// input directly. Param diffs accumulate (+=) as in Caffe; the solver clears them.
+#include <vector>
+
+#include "crema/layer.hpp"
+
+namespace crema {
+
+class BaseConvolutionLayer : public Layer {
+ public:
+  using Layer::Layer;
+  void LayerSetUp(const BlobVec& bottom, const BlobVec& top) override;
+  void Reshape(const BlobVec& bottom, const BlobVec& top) override;
+
+  int MinBottomBlobs() const override { return 1; }
+  int MinTopBlobs() const override { return 1; }
+  bool EqualNumBottomTopBlobs() const override { return true; }
+
+  // The spatial output size per axis (set by Reshape).
+  const std::vector<int>& output_shape() const { return output_shape_; }
+
+ protected:
+  // True when the layer maps top to bottom (Deconvolution): im2col runs on the top.
+  virtual bool reverse_dimensions() const = 0;
+  // Fills output_shape_ from input_shape() and the kernel geometry.
+  virtual void ComputeOutputShape() = 0;
+
+  // Spatial size of bottom[0] along spatial axis i (0-based).
+  int input_shape(int i) const { return bottom_shape_[channel_axis_ + 1 + i]; }
+
+  // One image: output = weights * im2col(input).
+  template <typename T>
+  void ForwardGemm(const T* input, const T* weights, T* output, bool skip_im2col = false);
+  // One image: output += bias broadcast over the spatial positions.
+  template <typename T>
+  void ForwardBias(T* output, const T* bias);
+  // One image: input = col2im(weights^T * output).
+  template <typename T>
+  void BackwardGemm(const T* output, const T* weights, T* input);
+  // One image: weights += output * im2col(input)^T.
+  template <typename T>
+  void WeightGemm(const T* input, const T* output, T* weights);
+  // One image: bias += sum over spatial positions of output.
+  template <typename T>
+  void BackwardBias(T* bias, const T* input);
+
+  // Parameters (fixed by LayerSetUp).
+  int channel_axis_ = 1;
+  int num_spatial_axes_ = 0;
+  std::vector<int> kernel_shape_;
+  std::vector<int> stride_;
+  std::vector<int> pad_;
+  std::vector<int> dilation_;
+  bool force_nd_im2col_ = false;
+  bool is_1x1_ = false;
+  bool bias_term_ = true;
+  int channels_ = 0;
+  int num_output_ = 0;
+  int group_ = 1;
+  int conv_out_channels_ = 0;
+  int conv_in_channels_ = 0;
+  int64_t kernel_dim_ = 0;
+  int64_t weight_offset_ = 0;
+
+  // Shapes (set by Reshape).
+  std::vector<int> bottom_shape_;
+  std::vector<int> output_shape_;
+  std::vector<int> conv_input_shape_;  // (channels, spatial...) of the im2col side
+  std::vector<int> col_buffer_shape_;
+  int64_t num_ = 0;
+  int64_t bottom_dim_ = 0;
+  int64_t top_dim_ = 0;
+  int64_t conv_out_spatial_dim_ = 0;
+  int64_t out_spatial_dim_ = 0;
+  int64_t col_offset_ = 0;
+  int64_t output_offset_ = 0;
+
+ private:
+  // Reads a repeated spatial field (once or once per axis) or its _h/_w alternatives.
+  void ReadSpatialParam(const char* name, int num_values, const uint32_t* values, bool has_h,
+                        bool has_w, uint32_t value_h, uint32_t value_w, int default_value,
+                        bool required, std::vector<int>* out);
+  template <typename T>
+  void Im2colCpu(const T* data, T* col);
+  template <typename T>
+  void Col2imCpu(const T* col, T* data);
+
+  Blob col_buffer_;
+  Blob bias_multiplier_;
+};
+
+}  // namespace crema

@@ -1,0 +1,72 @@
+#include "layers/convolution/convolution_layer.hpp"
+
+#include "crema/layer_registry.hpp"
+#include "math/math.hpp"
+
+namespace crema {
+
+void ConvolutionLayer::ComputeOutputShape() {
+  output_shape_.clear();
+  for (int i = 0; i < num_spatial_axes_; ++i) {
+    const int input_dim = input_shape(i);
+    const int kernel_extent = dilation_[i] * (kernel_shape_[i] - 1) + 1;
+    // C++ division truncates toward zero, as in Caffe: an input slightly smaller than the
+    // kernel still gives one output (the missing part reads as zero).
+    const int output_dim = (input_dim + 2 * pad_[i] - kernel_extent) / stride_[i] + 1;
+    CREMA_CHECK_SHAPE(output_dim > 0, "the kernel (extent ", kernel_extent, " on spatial axis ", i,
+                      ") does not fit the input of size ", input_dim, " with pad ", pad_[i],
+                      ": the output would be empty");
+    output_shape_.push_back(output_dim);
+  }
+}
+
+template <typename T>
+void ConvolutionLayer::ForwardT(const BlobVec& bottom, const BlobVec& top) {
+  const T* weight = blobs_[0]->cpu_data<T>();
+  for (size_t i = 0; i < bottom.size(); ++i) {
+    const T* bottom_data = bottom[i]->cpu_data<T>();
+    T* top_data = top[i]->mutable_cpu_data<T>();
+    for (int64_t n = 0; n < num_; ++n) {
+      ForwardGemm<T>(bottom_data + n * bottom_dim_, weight, top_data + n * top_dim_);
+      if (bias_term_) ForwardBias<T>(top_data + n * top_dim_, blobs_[1]->cpu_data<T>());
+    }
+  }
+}
+
+template <typename T>
+void ConvolutionLayer::BackwardT(const BlobVec& top, const std::vector<bool>& propagate_down,
+                                 const BlobVec& bottom) {
+  const T* weight = blobs_[0]->cpu_data<T>();
+  const bool weight_down = param_propagate_down(0);
+  const bool bias_down = bias_term_ && param_propagate_down(1);
+  for (size_t i = 0; i < top.size(); ++i) {
+    const T* top_diff = top[i]->cpu_diff<T>();
+    if (bias_down) {
+      T* bias_diff = blobs_[1]->mutable_cpu_diff<T>();
+      for (int64_t n = 0; n < num_; ++n) BackwardBias<T>(bias_diff, top_diff + n * top_dim_);
+    }
+    if (!weight_down && !propagate_down[i]) continue;
+    const T* bottom_data = bottom[i]->cpu_data<T>();
+    T* weight_diff = weight_down ? blobs_[0]->mutable_cpu_diff<T>() : nullptr;
+    T* bottom_diff = propagate_down[i] ? bottom[i]->mutable_cpu_diff<T>() : nullptr;
+    for (int64_t n = 0; n < num_; ++n) {
+      if (weight_down)
+        WeightGemm<T>(bottom_data + n * bottom_dim_, top_diff + n * top_dim_, weight_diff);
+      if (propagate_down[i])
+        BackwardGemm<T>(top_diff + n * top_dim_, weight, bottom_diff + n * bottom_dim_);
+    }
+  }
+}
+
+void ConvolutionLayer::ForwardCpu(const BlobVec& bottom, const BlobVec& top) {
+  CREMA_DISPATCH_FLOAT(dtype(), T, ForwardT<T>(bottom, top));
+}
+
+void ConvolutionLayer::BackwardCpu(const BlobVec& top, const std::vector<bool>& propagate_down,
+                                   const BlobVec& bottom) {
+  CREMA_DISPATCH_FLOAT(dtype(), T, BackwardT<T>(top, propagate_down, bottom));
+}
+
+CREMA_REGISTER_LAYER(Convolution, ConvolutionLayer);
+
+}  // namespace crema

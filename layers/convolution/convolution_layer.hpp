@@ -1,0 +1,33 @@
+#pragma once
+// Convolution, as Caffe: top[i] = W * bottom[i] + b for every bottom/top pair (weights shared).
+// Bottom (batch..., C, spatial...) with C on convolution_param.axis; top (batch..., num_output,
+// out...) with out = (in + 2 * pad - (dilation * (kernel - 1) + 1)) / stride + 1 per spatial
+// axis. Channels split into `group` independent groups. Weights (num_output, C / group, kernel...),
+// bias (num_output). Params: convolution_param { num_output, bias_term, kernel_size | kernel_h/_w,
+// pad | pad_h/_w, stride | stride_h/_w, dilation, group, axis, force_nd_im2col, weight_filler,
+// bias_filler }. Not in-place.
+#include "layers/convolution/base_conv_layer.hpp"
+
+namespace crema {
+
+class ConvolutionLayer final : public BaseConvolutionLayer {
+ public:
+  using BaseConvolutionLayer::BaseConvolutionLayer;
+  const char* type() const override { return "Convolution"; }
+
+ protected:
+  bool reverse_dimensions() const override { return false; }
+  void ComputeOutputShape() override;
+  void ForwardCpu(const BlobVec& bottom, const BlobVec& top) override;
+  void BackwardCpu(const BlobVec& top, const std::vector<bool>& propagate_down,
+                   const BlobVec& bottom) override;
+
+ private:
+  template <typename T>
+  void ForwardT(const BlobVec& bottom, const BlobVec& top);
+  template <typename T>
+  void BackwardT(const BlobVec& top, const std::vector<bool>& propagate_down,
+                 const BlobVec& bottom);
+};
+
+}  // namespace crema

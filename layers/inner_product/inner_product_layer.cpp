@@ -1,0 +1,161 @@
+#include "layers/inner_product/inner_product_layer.hpp"
+
+#include <memory>
+#include <string>
+
+#include "core/filler.hpp"
+#include "crema/layer_registry.hpp"
+#include "math/math.hpp"
+
+namespace crema {
+namespace {
+
+std::string ShapeString(const std::vector<int>& shape) {
+  std::string s = "(";
+  for (size_t i = 0; i < shape.size(); ++i) s += (i ? " " : "") + std::to_string(shape[i]);
+  return s + ")";
+}
+
+// Whether weights read from a file fit `expected`: the same shape, or Caffe's legacy 4-D form of
+// it (leading axes of size 1, e.g. an old bias of (1, 1, 1, N)).
+bool FitsShape(const std::vector<int>& given, const std::vector<int>& expected) {
+  if (given == expected) return true;
+  if (given.size() != 4 || expected.size() > 4) return false;
+  std::vector<int> legacy(4 - expected.size(), 1);
+  legacy.insert(legacy.end(), expected.begin(), expected.end());
+  return given == legacy;
+}
+
+}  // namespace
+
+int InnerProductLayer::Axis(const Blob& bottom) const {
+  const int axis = layer_param_.inner_product_param().axis();
+  const int num_axes = bottom.num_axes();
+  CREMA_CHECK_PARAM(axis >= -num_axes && axis < num_axes, "inner_product_param.axis",
+                    "must be in [", -num_axes, ", ", num_axes, ") for a bottom of shape ",
+                    bottom.shape_string(), ", got ", axis);
+  return bottom.CanonicalAxisIndex(axis);
+}
+
+void InnerProductLayer::LayerSetUp(const BlobVec& bottom, const BlobVec& top) {
+  const InnerProductParameter& param = layer_param_.inner_product_param();
+  N_ = static_cast<int>(param.num_output());
+  CREMA_CHECK_PARAM(N_ > 0, "inner_product_param.num_output", "must be > 0, got ", N_);
+  bias_term_ = param.bias_term();
+  transpose_ = param.transpose();
+  const int64_t k = bottom[0]->count(Axis(*bottom[0]));
+  CREMA_CHECK_SHAPE(k > 0 && k <= INT32_MAX, "the inner dimension of bottom ",
+                    bottom[0]->shape_string(), " must be in [1, 2^31), got ", k);
+  K_ = static_cast<int>(k);
+  const std::vector<int> weight_shape =
+      transpose_ ? std::vector<int>{K_, N_} : std::vector<int>{N_, K_};
+  const std::vector<int> bias_shape = {N_};
+  if (!blobs_.empty()) {
+    // Weights came with the parameter (a .caffemodel): check them, skip the fillers.
+    CREMA_CHECK_PARAM(static_cast<int>(blobs_.size()) == 1 + (bias_term_ ? 1 : 0), "blobs",
+                      "must hold ", 1 + (bias_term_ ? 1 : 0), " blobs (weights",
+                      bias_term_ ? " and bias" : "", "), got ", blobs_.size());
+    CREMA_CHECK_PARAM(FitsShape(blobs_[0]->shape(), weight_shape), "blobs",
+                      "weight shape mismatch: expected ", ShapeString(weight_shape), ", got ",
+                      ShapeString(blobs_[0]->shape()));
+    if (bias_term_)
+      CREMA_CHECK_PARAM(FitsShape(blobs_[1]->shape(), bias_shape), "blobs",
+                        "bias shape mismatch: expected ", ShapeString(bias_shape), ", got ",
+                        ShapeString(blobs_[1]->shape()));
+    for (size_t i = 0; i < blobs_.size(); ++i) {
+      const std::vector<int>& shape = i == 0 ? weight_shape : bias_shape;
+      if (blobs_[i]->dtype() == dtype()) {
+        blobs_[i]->Reshape(shape);
+        continue;
+      }
+      auto converted = std::make_shared<Blob>(shape, dtype());
+      blobs_[i]->Reshape(shape);
+      converted->CopyFrom(*blobs_[i]);
+      blobs_[i] = converted;
+    }
+  } else {
+    blobs_.push_back(std::make_shared<Blob>(weight_shape, dtype()));
+    FillBlob(
+        param.weight_filler(), blobs_[0].get(),
+        ErrorPrefix("inner_product_param.weight_filler") + "inner_product_param.weight_filler: ");
+    if (bias_term_) {
+      blobs_.push_back(std::make_shared<Blob>(bias_shape, dtype()));
+      FillBlob(
+          param.bias_filler(), blobs_[1].get(),
+          ErrorPrefix("inner_product_param.bias_filler") + "inner_product_param.bias_filler: ");
+    }
+  }
+  param_propagate_down_.assign(blobs_.size(), true);
+  bias_multiplier_.set_dtype(dtype());
+}
+
+void InnerProductLayer::Reshape(const BlobVec& bottom, const BlobVec& top) {
+  CREMA_CHECK_SHAPE(top[0] != bottom[0], "does not support in-place computation");
+  const int axis = Axis(*bottom[0]);
+  const int64_t new_k = bottom[0]->count(axis);
+  CREMA_CHECK_SHAPE(new_k == K_, "bottom ", bottom[0]->shape_string(), " has inner dimension ",
+                    new_k, " (axes ", axis, " on), but the layer was set up for ", K_,
+                    " (inner_product_param.num_output ", N_, ")");
+  const int64_t m = bottom[0]->count(0, axis);
+  CREMA_CHECK_SHAPE(m <= INT32_MAX, "bottom ", bottom[0]->shape_string(),
+                    " has too many rows for the inner product: ", m);
+  M_ = static_cast<int>(m);
+  std::vector<int> top_shape(bottom[0]->shape().begin(), bottom[0]->shape().begin() + axis);
+  top_shape.push_back(N_);
+  top[0]->Reshape(top_shape);
+  if (bias_term_ && bias_multiplier_.count() != M_) {
+    bias_multiplier_.Reshape({M_});
+    CREMA_DISPATCH_FLOAT(dtype(), T, cpu::Set<T>(M_, T(1), bias_multiplier_.mutable_cpu_data<T>()));
+  }
+}
+
+template <typename T>
+void InnerProductLayer::ForwardT(const BlobVec& bottom, const BlobVec& top) {
+  const T* bottom_data = bottom[0]->cpu_data<T>();
+  T* top_data = top[0]->mutable_cpu_data<T>();
+  const T* weight = blobs_[0]->cpu_data<T>();
+  cpu::Gemm<T>(cpu::Trans::kNo, transpose_ ? cpu::Trans::kNo : cpu::Trans::kYes, M_, N_, K_, T(1),
+               bottom_data, weight, T(0), top_data);
+  if (bias_term_) {
+    cpu::Gemm<T>(cpu::Trans::kNo, cpu::Trans::kNo, M_, N_, 1, T(1), bias_multiplier_.cpu_data<T>(),
+                 blobs_[1]->cpu_data<T>(), T(1), top_data);
+  }
+}
+
+template <typename T>
+void InnerProductLayer::BackwardT(const BlobVec& top, const std::vector<bool>& propagate_down,
+                                  const BlobVec& bottom) {
+  const T* top_diff = top[0]->cpu_diff<T>();
+  if (param_propagate_down(0)) {
+    const T* bottom_data = bottom[0]->cpu_data<T>();
+    T* weight_diff = blobs_[0]->mutable_cpu_diff<T>();
+    if (transpose_) {
+      cpu::Gemm<T>(cpu::Trans::kYes, cpu::Trans::kNo, K_, N_, M_, T(1), bottom_data, top_diff, T(1),
+                   weight_diff);
+    } else {
+      cpu::Gemm<T>(cpu::Trans::kYes, cpu::Trans::kNo, N_, K_, M_, T(1), top_diff, bottom_data, T(1),
+                   weight_diff);
+    }
+  }
+  if (bias_term_ && param_propagate_down(1)) {
+    cpu::Gemv<T>(cpu::Trans::kYes, M_, N_, T(1), top_diff, bias_multiplier_.cpu_data<T>(), T(1),
+                 blobs_[1]->mutable_cpu_diff<T>());
+  }
+  if (propagate_down[0]) {
+    cpu::Gemm<T>(cpu::Trans::kNo, transpose_ ? cpu::Trans::kYes : cpu::Trans::kNo, M_, K_, N_, T(1),
+                 top_diff, blobs_[0]->cpu_data<T>(), T(0), bottom[0]->mutable_cpu_diff<T>());
+  }
+}
+
+void InnerProductLayer::ForwardCpu(const BlobVec& bottom, const BlobVec& top) {
+  CREMA_DISPATCH_FLOAT(dtype(), T, ForwardT<T>(bottom, top));
+}
+
+void InnerProductLayer::BackwardCpu(const BlobVec& top, const std::vector<bool>& propagate_down,
+                                    const BlobVec& bottom) {
+  CREMA_DISPATCH_FLOAT(dtype(), T, BackwardT<T>(top, propagate_down, bottom));
+}
+
+CREMA_REGISTER_LAYER(InnerProduct, InnerProductLayer);
+
+}  // namespace crema

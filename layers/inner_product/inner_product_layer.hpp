@@ -1,0 +1,43 @@
+#pragma once
+// Fully connected, as Caffe: the bottom is viewed as M x K with M = product of the axes before
+// inner_product_param.axis and K = product of the rest; top (axes before axis..., num_output)
+// = bottom * W^T + b. Weights (num_output, K), or (K, num_output) with transpose: true; bias
+// (num_output). K is fixed at set-up: a later bottom with another K is an error.
+// Params: inner_product_param { num_output, bias_term, axis, transpose, weight_filler,
+// bias_filler }. Param diffs accumulate (+=). Not in-place.
+#include "crema/layer.hpp"
+
+namespace crema {
+
+class InnerProductLayer final : public Layer {
+ public:
+  using Layer::Layer;
+  const char* type() const override { return "InnerProduct"; }
+  void LayerSetUp(const BlobVec& bottom, const BlobVec& top) override;
+  void Reshape(const BlobVec& bottom, const BlobVec& top) override;
+  int ExactNumBottomBlobs() const override { return 1; }
+  int ExactNumTopBlobs() const override { return 1; }
+
+ protected:
+  void ForwardCpu(const BlobVec& bottom, const BlobVec& top) override;
+  void BackwardCpu(const BlobVec& top, const std::vector<bool>& propagate_down,
+                   const BlobVec& bottom) override;
+
+ private:
+  template <typename T>
+  void ForwardT(const BlobVec& bottom, const BlobVec& top);
+  template <typename T>
+  void BackwardT(const BlobVec& top, const std::vector<bool>& propagate_down,
+                 const BlobVec& bottom);
+  // The bottom's axis from inner_product_param.axis, with a ConfigError naming the field.
+  int Axis(const Blob& bottom) const;
+
+  int M_ = 0;  // rows: the batch-like axes
+  int K_ = 0;  // inner dimension
+  int N_ = 0;  // num_output
+  bool bias_term_ = true;
+  bool transpose_ = false;
+  Blob bias_multiplier_;
+};
+
+}  // namespace crema

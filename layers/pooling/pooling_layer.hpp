@@ -1,0 +1,60 @@
+#pragma once
+// Pooling over the two spatial axes of an (N, C, H, W) bottom, as Caffe. Output size per axis:
+// ceil((H + 2 * pad - kernel) / stride) + 1 (floor with round_mode: FLOOR); with pad > 0 a last
+// window that would start inside the padding ((out - 1) * stride >= H + pad) is dropped.
+//   MAX: the window maximum (the first one wins ties); an optional second top receives the
+//        argmax as a flat index h * W + w into the bottom plane.
+//   AVE: the sum over the window clipped to the image, divided by the window size clipped to
+//        H + pad / W + pad (so padding cells count, cells beyond the padding do not).
+//   STOCHASTIC (no padding): TRAIN samples one cell with probability proportional to its value
+//        (values must be >= 0); TEST gives sum(x^2) / sum(x). Caffe has this on GPU only; the
+//        CPU code here follows its kernels. TEST backward is the gradient of the TEST formula.
+// Params: pooling_param { pool, kernel_size | kernel_h/_w, pad | pad_h/_w, stride | stride_h/_w,
+// global_pooling, round_mode }; pad must be < kernel. Not in-place.
+#include "crema/layer.hpp"
+
+namespace crema {
+
+class PoolingLayer final : public Layer {
+ public:
+  using Layer::Layer;
+  const char* type() const override { return "Pooling"; }
+  void LayerSetUp(const BlobVec& bottom, const BlobVec& top) override;
+  void Reshape(const BlobVec& bottom, const BlobVec& top) override;
+
+  int ExactNumBottomBlobs() const override { return 1; }
+  int MinTopBlobs() const override { return 1; }
+  // MAX can write the argmax mask into a second top.
+  int MaxTopBlobs() const override {
+    return layer_param_.pooling_param().pool() == PoolingParameter::MAX ? 2 : 1;
+  }
+
+  int pooled_height() const { return pooled_height_; }
+  int pooled_width() const { return pooled_width_; }
+
+ protected:
+  void ForwardCpu(const BlobVec& bottom, const BlobVec& top) override;
+  void BackwardCpu(const BlobVec& top, const std::vector<bool>& propagate_down,
+                   const BlobVec& bottom) override;
+
+ private:
+  template <typename T>
+  void ForwardT(const BlobVec& bottom, const BlobVec& top);
+  template <typename T>
+  void BackwardT(const BlobVec& top, const std::vector<bool>& propagate_down,
+                 const BlobVec& bottom);
+
+  PoolingParameter::PoolMethod pool_ = PoolingParameter::MAX;
+  bool global_pooling_ = false;
+  PoolingParameter::RoundMode round_mode_ = PoolingParameter::CEIL;
+  int kernel_h_ = 0, kernel_w_ = 0;
+  int stride_h_ = 1, stride_w_ = 1;
+  int pad_h_ = 0, pad_w_ = 0;
+  int channels_ = 0, height_ = 0, width_ = 0;
+  int pooled_height_ = 0, pooled_width_ = 0;
+  // MAX without a mask top: the argmax per output; STOCHASTIC (TRAIN): the sampled cell. Both as
+  // flat indices into the bottom plane.
+  std::vector<int> max_idx_;
+};
+
+}  // namespace crema

@@ -1,0 +1,45 @@
+#include "layers/relu/relu_layer.hpp"
+
+#include <algorithm>
+
+#include "crema/layer_registry.hpp"
+
+namespace crema {
+
+template <typename T>
+void ReLULayer::Forward(const Blob& bottom, Blob* top) const {
+  const T negative_slope = static_cast<T>(layer_param_.relu_param().negative_slope());
+  const T* bottom_data = bottom.cpu_data<T>();
+  T* top_data = top->mutable_cpu_data<T>();
+  const int64_t count = bottom.count();
+  for (int64_t i = 0; i < count; ++i) {
+    const T x = bottom_data[i];
+    top_data[i] = std::max(x, T(0)) + negative_slope * std::min(x, T(0));
+  }
+}
+
+template <typename T>
+void ReLULayer::Backward(const Blob& top, Blob* bottom) const {
+  const T negative_slope = static_cast<T>(layer_param_.relu_param().negative_slope());
+  // In place, bottom data holds y, which has the sign of x (for a slope >= 0, as in Caffe).
+  const T* bottom_data = bottom->cpu_data<T>();
+  const T* top_diff = top.cpu_diff<T>();
+  T* bottom_diff = bottom->mutable_cpu_diff<T>();
+  const int64_t count = bottom->count();
+  for (int64_t i = 0; i < count; ++i)
+    bottom_diff[i] = top_diff[i] * (bottom_data[i] > 0 ? T(1) : negative_slope);
+}
+
+void ReLULayer::ForwardCpu(const BlobVec& bottom, const BlobVec& top) {
+  CREMA_DISPATCH_FLOAT(bottom[0]->dtype(), T, Forward<T>(*bottom[0], top[0]));
+}
+
+void ReLULayer::BackwardCpu(const BlobVec& top, const std::vector<bool>& propagate_down,
+                            const BlobVec& bottom) {
+  if (!propagate_down[0]) return;
+  CREMA_DISPATCH_FLOAT(bottom[0]->dtype(), T, Backward<T>(*top[0], bottom[0]));
+}
+
+CREMA_REGISTER_LAYER(ReLU, ReLULayer);
+
+}  // namespace crema

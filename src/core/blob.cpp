@@ -1,0 +1,323 @@
+#include "crema/blob.hpp"
+
+#include <cmath>
+#include <cstring>
+#include <limits>
+
+#include "crema/proto.hpp"
+
+namespace crema {
+
+size_t SizeOf(DataType type) {
+  switch (type) {
+    case DataType::kFloat32: return 4;
+    case DataType::kFloat64: return 8;
+    case DataType::kFloat16: return 2;
+    case DataType::kBFloat16: return 2;
+  }
+  return 4;
+}
+
+const char* DataTypeName(DataType type) {
+  switch (type) {
+    case DataType::kFloat32: return "float32";
+    case DataType::kFloat64: return "float64";
+    case DataType::kFloat16: return "float16";
+    case DataType::kBFloat16: return "bfloat16";
+  }
+  return "unknown";
+}
+
+Blob::Blob(const std::vector<int>& shape, DataType type) : dtype_(type) { Reshape(shape); }
+
+Blob::Blob(int num, int channels, int height, int width, DataType type) : dtype_(type) {
+  Reshape(num, channels, height, width);
+}
+
+void Blob::set_dtype(DataType type) {
+  if (type == dtype_) return;
+  dtype_ = type;
+  capacity_ = count_;
+  data_ = std::make_shared<SyncedMemory>(capacity_ * SizeOf(dtype_));
+  diff_ = std::make_shared<SyncedMemory>(capacity_ * SizeOf(dtype_));
+}
+
+void Blob::Reshape(const std::vector<int>& shape) {
+  if (static_cast<int>(shape.size()) > kMaxAxes)
+    CREMA_THROW_CONFIG("blob shape has ", shape.size(), " axes; at most ", kMaxAxes, " are allowed");
+  int64_t count = 1;
+  for (size_t i = 0; i < shape.size(); ++i) {
+    if (shape[i] < 0)
+      CREMA_THROW_CONFIG("blob shape has a negative dimension ", shape[i], " at axis ", i);
+    if (shape[i] > 0 && count > std::numeric_limits<int64_t>::max() / 8 / shape[i])
+      CREMA_THROW_CONFIG("blob shape overflows: element count too large at axis ", i);
+    count *= shape[i];
+  }
+  shape_ = shape;
+  count_ = count;
+  if (count_ > capacity_ || !data_) {
+    capacity_ = count_;
+    data_ = std::make_shared<SyncedMemory>(capacity_ * SizeOf(dtype_));
+    diff_ = std::make_shared<SyncedMemory>(capacity_ * SizeOf(dtype_));
+  }
+}
+
+void Blob::Reshape(const BlobShape& shape) {
+  if (shape.dim_size() > kMaxAxes)
+    CREMA_THROW_CONFIG("blob shape has ", shape.dim_size(), " axes; at most ", kMaxAxes,
+                       " are allowed");
+  std::vector<int> dims(shape.dim_size());
+  for (int i = 0; i < shape.dim_size(); ++i) {
+    if (shape.dim(i) < 0 || shape.dim(i) > std::numeric_limits<int>::max())
+      CREMA_THROW_CONFIG("blob shape dimension ", shape.dim(i), " at axis ", i, " is out of range");
+    dims[i] = static_cast<int>(shape.dim(i));
+  }
+  Reshape(dims);
+}
+
+void Blob::Reshape(int num, int channels, int height, int width) {
+  Reshape(std::vector<int>{num, channels, height, width});
+}
+
+int64_t Blob::count(int start_axis, int end_axis) const {
+  CREMA_ASSERT(start_axis >= 0 && start_axis <= end_axis && end_axis <= num_axes(), start_axis,
+               " ", end_axis, " ", num_axes());
+  int64_t c = 1;
+  for (int i = start_axis; i < end_axis; ++i) c *= shape_[i];
+  return c;
+}
+
+int Blob::CanonicalAxisIndex(int axis_index) const {
+  if (axis_index < -num_axes() || axis_index >= num_axes() + (num_axes() == 0 ? 1 : 0))
+    CREMA_THROW_CONFIG("axis ", axis_index, " is out of range for a blob with ", num_axes(),
+                       " axes (shape ", shape_string(), ")");
+  return axis_index < 0 ? axis_index + num_axes() : axis_index;
+}
+
+std::string Blob::shape_string() const {
+  std::string s;
+  for (int d : shape_) s += std::to_string(d) + " ";
+  return s + "(" + std::to_string(count_) + ")";
+}
+
+int Blob::LegacyShape(int index) const {
+  if (num_axes() > 4)
+    CREMA_THROW_CONFIG("legacy 4-D accessors used on a blob with ", num_axes(), " axes");
+  if (index >= num_axes() || index < -num_axes()) return 1;
+  return shape(index);
+}
+
+int64_t Blob::offset(int n, int c, int h, int w) const {
+  return ((static_cast<int64_t>(n) * channels() + c) * height() + h) * width() + w;
+}
+
+int64_t Blob::offset(const std::vector<int>& indices) const {
+  CREMA_ASSERT(static_cast<int>(indices.size()) <= num_axes());
+  int64_t off = 0;
+  for (int i = 0; i < num_axes(); ++i) {
+    off *= shape_[i];
+    if (i < static_cast<int>(indices.size())) off += indices[i];
+  }
+  return off;
+}
+
+void Blob::TypeMismatch(DataType requested) const {
+  AssertFailed(__FILE__, __LINE__, "element type",
+               StrCat("blob holds ", DataTypeName(dtype_), " but ", DataTypeName(requested),
+                      " was requested"));
+}
+
+double Blob::data_at(int64_t index) const {
+  CREMA_ASSERT(index >= 0 && index < count_);
+  double v = 0;
+  CREMA_DISPATCH_FLOAT(dtype_, T, v = cpu_data<T>()[index]);
+  return v;
+}
+
+double Blob::diff_at(int64_t index) const {
+  CREMA_ASSERT(index >= 0 && index < count_);
+  double v = 0;
+  CREMA_DISPATCH_FLOAT(dtype_, T, v = cpu_diff<T>()[index]);
+  return v;
+}
+
+namespace {
+template <typename T>
+double AsumOf(const T* x, int64_t n) {
+  double s = 0;
+  for (int64_t i = 0; i < n; ++i) s += std::fabs(static_cast<double>(x[i]));
+  return s;
+}
+template <typename T>
+double SumsqOf(const T* x, int64_t n) {
+  double s = 0;
+  for (int64_t i = 0; i < n; ++i) s += static_cast<double>(x[i]) * x[i];
+  return s;
+}
+template <typename T>
+void ScaleOf(T* x, int64_t n, double factor) {
+  const T f = static_cast<T>(factor);
+  for (int64_t i = 0; i < n; ++i) x[i] *= f;
+}
+}  // namespace
+
+void Blob::Update() {
+  if (count_ == 0) return;
+  CREMA_DISPATCH_FLOAT(dtype_, T, {
+    T* data = mutable_cpu_data<T>();
+    const T* diff = cpu_diff<T>();
+    for (int64_t i = 0; i < count_; ++i) data[i] -= diff[i];
+  });
+}
+
+void Blob::SetDataZero() {
+  if (count_ > 0) std::memset(data_->mutable_cpu_data(), 0, count_ * SizeOf(dtype_));
+}
+void Blob::SetDiffZero() {
+  if (count_ > 0) std::memset(diff_->mutable_cpu_data(), 0, count_ * SizeOf(dtype_));
+}
+
+double Blob::asum_data() const {
+  double s = 0;
+  if (count_ > 0) CREMA_DISPATCH_FLOAT(dtype_, T, s = AsumOf(cpu_data<T>(), count_));
+  return s;
+}
+double Blob::asum_diff() const {
+  double s = 0;
+  if (count_ > 0) CREMA_DISPATCH_FLOAT(dtype_, T, s = AsumOf(cpu_diff<T>(), count_));
+  return s;
+}
+double Blob::sumsq_data() const {
+  double s = 0;
+  if (count_ > 0) CREMA_DISPATCH_FLOAT(dtype_, T, s = SumsqOf(cpu_data<T>(), count_));
+  return s;
+}
+double Blob::sumsq_diff() const {
+  double s = 0;
+  if (count_ > 0) CREMA_DISPATCH_FLOAT(dtype_, T, s = SumsqOf(cpu_diff<T>(), count_));
+  return s;
+}
+void Blob::scale_data(double factor) {
+  if (count_ > 0) CREMA_DISPATCH_FLOAT(dtype_, T, ScaleOf(mutable_cpu_data<T>(), count_, factor));
+}
+void Blob::scale_diff(double factor) {
+  if (count_ > 0) CREMA_DISPATCH_FLOAT(dtype_, T, ScaleOf(mutable_cpu_diff<T>(), count_, factor));
+}
+
+void Blob::ShareData(const Blob& other) {
+  CREMA_ASSERT(count_ == other.count_ && dtype_ == other.dtype_, shape_string(), " vs ",
+               other.shape_string());
+  data_ = other.data_;
+}
+
+void Blob::ShareDiff(const Blob& other) {
+  CREMA_ASSERT(count_ == other.count_ && dtype_ == other.dtype_, shape_string(), " vs ",
+               other.shape_string());
+  diff_ = other.diff_;
+}
+
+void Blob::CopyFrom(const Blob& source, bool copy_diff, bool reshape) {
+  if (source.count_ != count_ || source.shape_ != shape_) {
+    if (!reshape)
+      CREMA_THROW_CONFIG("cannot copy a blob of shape ", source.shape_string(),
+                         " into one of shape ", shape_string());
+    ReshapeLike(source);
+  }
+  if (count_ == 0) return;
+  auto& src = copy_diff ? source.diff_ : source.data_;
+  auto& dst = copy_diff ? diff_ : data_;
+  if (source.dtype_ == dtype_) {
+    std::memcpy(dst->mutable_cpu_data(), src->cpu_data(), count_ * SizeOf(dtype_));
+    return;
+  }
+  CREMA_DISPATCH_FLOAT(dtype_, D, {
+    D* out = static_cast<D*>(dst->mutable_cpu_data());
+    CREMA_DISPATCH_FLOAT(source.dtype_, S, {
+      const S* in = static_cast<const S*>(src->cpu_data());
+      for (int64_t i = 0; i < count_; ++i) out[i] = static_cast<D>(in[i]);
+    });
+  });
+}
+
+namespace {
+bool HasLegacyShape(const BlobProto& proto) {
+  return proto.has_num() || proto.has_channels() || proto.has_height() || proto.has_width();
+}
+std::vector<int64_t> ProtoShape(const BlobProto& proto) {
+  if (HasLegacyShape(proto))
+    return {proto.num(), proto.channels(), proto.height(), proto.width()};
+  return {proto.shape().dim().begin(), proto.shape().dim().end()};
+}
+std::string ShapeText(const std::vector<int64_t>& shape) {
+  std::string s = "(";
+  for (size_t i = 0; i < shape.size(); ++i) s += (i ? ", " : "") + std::to_string(shape[i]);
+  return s + ")";
+}
+template <typename D, typename S>
+void CopyValues(const S* in, int64_t n, D* out) {
+  for (int64_t i = 0; i < n; ++i) out[i] = static_cast<D>(in[i]);
+}
+}  // namespace
+
+bool Blob::ShapeEquals(const BlobProto& other) const {
+  if (HasLegacyShape(other)) {
+    return num_axes() <= 4 && LegacyShape(-4) == other.num() &&
+           LegacyShape(-3) == other.channels() && LegacyShape(-2) == other.height() &&
+           LegacyShape(-1) == other.width();
+  }
+  if (other.shape().dim_size() != num_axes()) return false;
+  for (int i = 0; i < num_axes(); ++i)
+    if (other.shape().dim(i) != shape_[i]) return false;
+  return true;
+}
+
+void Blob::FromProto(const BlobProto& proto, bool reshape) {
+  if (reshape) {
+    std::vector<int64_t> dims = ProtoShape(proto);
+    BlobShape shape;
+    for (int64_t d : dims) shape.add_dim(d);
+    Reshape(shape);
+  } else if (!ShapeEquals(proto)) {
+    std::vector<int64_t> mine(shape_.begin(), shape_.end());
+    CREMA_THROW_CONFIG("shape mismatch: the file has ", ShapeText(ProtoShape(proto)),
+                       " but the net expects ", ShapeText(mine));
+  }
+  auto load = [&](const auto& floats, const auto& doubles, bool is_diff) {
+    const int64_t nf = floats.size(), nd = doubles.size();
+    if (nf == 0 && nd == 0) return;
+    const int64_t n = nd > 0 ? nd : nf;
+    if (n != count_)
+      CREMA_THROW_CONFIG("blob ", is_diff ? "diff" : "data", " has ", n,
+                         " values but its shape ", shape_string(), " needs ", count_);
+    void* dst = is_diff ? diff_->mutable_cpu_data() : data_->mutable_cpu_data();
+    CREMA_DISPATCH_FLOAT(dtype_, T, {
+      if (nd > 0)
+        CopyValues(doubles.data(), n, static_cast<T*>(dst));
+      else
+        CopyValues(floats.data(), n, static_cast<T*>(dst));
+    });
+  };
+  load(proto.data(), proto.double_data(), false);
+  load(proto.diff(), proto.double_diff(), true);
+}
+
+void Blob::ToProto(BlobProto* proto, bool write_diff) const {
+  proto->Clear();
+  for (int d : shape_) proto->mutable_shape()->add_dim(d);
+  auto store = [&](const std::shared_ptr<SyncedMemory>& mem, auto* floats, auto* doubles) {
+    if (dtype_ == DataType::kFloat64) {
+      doubles->Resize(static_cast<int>(count_), 0.0);
+      if (count_ > 0) std::memcpy(doubles->mutable_data(), mem->cpu_data(), count_ * 8);
+    } else {
+      floats->Resize(static_cast<int>(count_), 0.0f);
+      if (count_ > 0)
+        CREMA_DISPATCH_FLOAT(dtype_, T,
+                             CopyValues(static_cast<const T*>(mem->cpu_data()), count_,
+                                        floats->mutable_data()));
+    }
+  };
+  store(data_, proto->mutable_data(), proto->mutable_double_data());
+  if (write_diff) store(diff_, proto->mutable_diff(), proto->mutable_double_diff());
+}
+
+}  // namespace crema

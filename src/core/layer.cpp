@@ -1,0 +1,135 @@
+#include "crema/layer.hpp"
+
+#include <cstring>
+
+#include "math/math.hpp"
+
+namespace crema {
+
+Layer::Layer(const LayerParameter& param) : layer_param_(param), phase_(param.phase()) {
+  // Blobs given in the parameter (e.g. from a .caffemodel) become the layer's learnable blobs.
+  for (const BlobProto& blob_proto : layer_param_.blobs()) {
+    auto blob = std::make_shared<Blob>(dtype_);
+    blob->FromProto(blob_proto);
+    blobs_.push_back(blob);
+  }
+}
+
+std::string Layer::ErrorPrefix(const std::string& field) const {
+  std::string where = locator_ ? locator_(field) : "";
+  if (!where.empty()) where += ": ";
+  return where + "layer \"" + layer_param_.name() + "\" (" + layer_param_.type() + "): ";
+}
+
+void Layer::set_loss(int top_index, double value) {
+  if (static_cast<int>(loss_.size()) <= top_index) loss_.resize(top_index + 1, 0.0);
+  loss_[top_index] = value;
+}
+
+void Layer::set_param_propagate_down(int param_id, bool value) {
+  if (static_cast<int>(param_propagate_down_.size()) <= param_id)
+    param_propagate_down_.resize(param_id + 1, true);
+  param_propagate_down_[param_id] = value;
+}
+
+void Layer::CheckBlobCounts(const BlobVec& bottom, const BlobVec& top) const {
+  auto fail = [&](const char* what, const char* rel, int n, size_t got) {
+    throw ConfigError(ErrorPrefix() + StrCat("takes ", rel, n, " ", what, " blob",
+                                             n == 1 ? "" : "s", ", got ", got));
+  };
+  if (ExactNumBottomBlobs() >= 0 && static_cast<int>(bottom.size()) != ExactNumBottomBlobs())
+    fail("bottom", "", ExactNumBottomBlobs(), bottom.size());
+  if (MinBottomBlobs() >= 0 && static_cast<int>(bottom.size()) < MinBottomBlobs())
+    fail("bottom", "at least ", MinBottomBlobs(), bottom.size());
+  if (MaxBottomBlobs() >= 0 && static_cast<int>(bottom.size()) > MaxBottomBlobs())
+    fail("bottom", "at most ", MaxBottomBlobs(), bottom.size());
+  if (ExactNumTopBlobs() >= 0 && static_cast<int>(top.size()) != ExactNumTopBlobs())
+    fail("top", "", ExactNumTopBlobs(), top.size());
+  if (MinTopBlobs() >= 0 && static_cast<int>(top.size()) < MinTopBlobs())
+    fail("top", "at least ", MinTopBlobs(), top.size());
+  if (MaxTopBlobs() >= 0 && static_cast<int>(top.size()) > MaxTopBlobs())
+    fail("top", "at most ", MaxTopBlobs(), top.size());
+  if (EqualNumBottomTopBlobs() && bottom.size() != top.size())
+    throw ConfigError(ErrorPrefix() + StrCat("needs as many tops as bottoms, got ", bottom.size(),
+                                             " bottoms and ", top.size(), " tops"));
+}
+
+void Layer::SetUp(const BlobVec& bottom, const BlobVec& top) {
+  CheckBlobCounts(bottom, top);
+  for (Blob* t : top) {
+    bool is_bottom = false;
+    for (Blob* b : bottom) is_bottom |= (b == t);
+    if (!is_bottom && t->dtype() != dtype_) t->set_dtype(dtype_);
+  }
+  LayerSetUp(bottom, top);
+  Reshape(bottom, top);
+  SetLossWeights(top);
+}
+
+void Layer::SetLossWeights(const BlobVec& top) {
+  const int num_loss_weights = layer_param_.loss_weight_size();
+  if (num_loss_weights == 0) return;
+  if (num_loss_weights != static_cast<int>(top.size()))
+    throw ConfigError(ErrorPrefix("loss_weight") +
+                      StrCat("loss_weight must be given once per top (", top.size(),
+                             ") or not at all, got ", num_loss_weights));
+  for (int i = 0; i < static_cast<int>(top.size()); ++i) {
+    const double weight = layer_param_.loss_weight(i);
+    set_loss(i, weight);
+    if (weight == 0) continue;
+    CREMA_DISPATCH_FLOAT(top[i]->dtype(), T,
+                         cpu::Set<T>(top[i]->count(), static_cast<T>(weight),
+                                     top[i]->mutable_cpu_diff<T>()));
+  }
+}
+
+double Layer::Forward(const BlobVec& bottom, const BlobVec& top) {
+  Reshape(bottom, top);
+  if (device_.is_cuda())
+    ForwardGpu(bottom, top);
+  else
+    ForwardCpu(bottom, top);
+  double loss = 0;
+  for (int i = 0; i < static_cast<int>(top.size()); ++i) {
+    if (this->loss(i) == 0) continue;
+    // The loss weight sits in the top diff (see SetLossWeights).
+    CREMA_DISPATCH_FLOAT(top[i]->dtype(), T,
+                         loss += cpu::Dot<T>(top[i]->count(), top[i]->cpu_data<T>(),
+                                             top[i]->cpu_diff<T>()));
+  }
+  return loss;
+}
+
+void Layer::Backward(const BlobVec& top, const std::vector<bool>& propagate_down,
+                     const BlobVec& bottom) {
+  if (device_.is_cuda())
+    BackwardGpu(top, propagate_down, bottom);
+  else
+    BackwardCpu(top, propagate_down, bottom);
+}
+
+void Layer::ToProto(LayerParameter* param, bool write_diff) const {
+  param->Clear();
+  param->CopyFrom(layer_param_);
+  param->clear_blobs();
+  for (const BlobPtr& blob : blobs_) blob->ToProto(param->add_blobs(), write_diff);
+}
+
+void NeuronLayer::Reshape(const BlobVec& bottom, const BlobVec& top) {
+  top[0]->ReshapeLike(*bottom[0]);
+}
+
+void LossLayer::LayerSetUp(const BlobVec& bottom, const BlobVec& top) {
+  // Loss layers weigh their first top by 1 unless the prototxt says otherwise.
+  if (layer_param_.loss_weight_size() == 0) layer_param_.add_loss_weight(1.0f);
+}
+
+void LossLayer::Reshape(const BlobVec& bottom, const BlobVec& top) {
+  CREMA_CHECK_SHAPE(bottom[0]->num_axes() > 0 && bottom[1]->num_axes() > 0 &&
+                        bottom[0]->shape(0) == bottom[1]->shape(0),
+                    "the two bottoms must have the same first dimension (batch), got ",
+                    bottom[0]->shape_string(), " and ", bottom[1]->shape_string());
+  top[0]->Reshape(std::vector<int>{});
+}
+
+}  // namespace crema

@@ -1,0 +1,68 @@
+#include "crema/layer_registry.hpp"
+
+#include <algorithm>
+#include <map>
+
+namespace crema {
+namespace {
+
+std::map<std::string, LayerRegistry::Creator>& Table() {
+  static auto* table = new std::map<std::string, LayerRegistry::Creator>();
+  return *table;
+}
+
+int EditDistance(const std::string& a, const std::string& b) {
+  std::vector<int> prev(b.size() + 1), cur(b.size() + 1);
+  for (size_t j = 0; j <= b.size(); ++j) prev[j] = static_cast<int>(j);
+  for (size_t i = 1; i <= a.size(); ++i) {
+    cur[0] = static_cast<int>(i);
+    for (size_t j = 1; j <= b.size(); ++j) {
+      const int same = std::tolower(a[i - 1]) == std::tolower(b[j - 1]) ? 0 : 1;
+      cur[j] = std::min({prev[j] + 1, cur[j - 1] + 1, prev[j - 1] + same});
+    }
+    std::swap(prev, cur);
+  }
+  return prev[b.size()];
+}
+
+}  // namespace
+
+void LayerRegistry::Add(const std::string& type, Creator creator) {
+  CREMA_ASSERT(!Table().count(type), "layer type ", type, " registered twice");
+  Table()[type] = std::move(creator);
+}
+
+bool LayerRegistry::Has(const std::string& type) { return Table().count(type) > 0; }
+
+std::vector<std::string> LayerRegistry::Types() {
+  std::vector<std::string> types;
+  for (const auto& entry : Table()) types.push_back(entry.first);
+  return types;
+}
+
+std::string LayerRegistry::Suggest(const std::string& type) {
+  std::string best;
+  int best_distance = 1 << 30;
+  for (const auto& entry : Table()) {
+    const int d = EditDistance(type, entry.first);
+    if (d < best_distance) {
+      best_distance = d;
+      best = entry.first;
+    }
+  }
+  const int limit = std::max<int>(2, static_cast<int>(type.size()) / 3);
+  return best_distance <= limit ? best : "";
+}
+
+std::unique_ptr<Layer> LayerRegistry::Create(const LayerParameter& param) {
+  auto it = Table().find(param.type());
+  if (it == Table().end()) {
+    std::string suggestion = Suggest(param.type());
+    CREMA_THROW_CONFIG("unknown layer type \"", param.type(), "\".",
+                       suggestion.empty() ? "" : " Did you mean \"" + suggestion + "\"?",
+                       " (crema layers lists all)");
+  }
+  return it->second(param);
+}
+
+}  // namespace crema

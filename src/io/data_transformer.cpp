@@ -1,0 +1,234 @@
+#include "io/data_transformer.hpp"
+
+#include <algorithm>
+#include <fstream>
+#include <sstream>
+
+#ifdef CREMA_WITH_OPENCV
+#include <opencv2/core.hpp>
+#include <opencv2/imgcodecs.hpp>
+#endif
+
+#include "crema/error.hpp"
+
+namespace crema {
+namespace {
+
+std::string Named(const std::string& what) { return what.empty() ? "record" : what; }
+
+std::string ShapeText(int c, int h, int w) { return StrCat(c, " x ", h, " x ", w); }
+
+}  // namespace
+
+void ParseDatum(const std::string& bytes, Datum* datum, const std::string& what) {
+  if (!datum->ParseFromString(bytes))
+    CREMA_THROW_RUNTIME(Named(what), ": not a valid Datum (", bytes.size(),
+                        " bytes; the DB is corrupt or holds something else)");
+}
+
+DataTransformer::DataTransformer(const TransformationParameter& param, Phase phase)
+    : param_(param), phase_(phase) {
+  if (param_.has_mean_file() && param_.mean_value_size() > 0)
+    CREMA_THROW_CONFIG("transform_param: give mean_file or mean_value, not both");
+  if (param_.force_color() && param_.force_gray())
+    CREMA_THROW_CONFIG("transform_param: force_color and force_gray can't both be set");
+  for (float v : param_.mean_value()) mean_values_.push_back(v);
+  if (!param_.has_mean_file()) return;
+
+  const std::string& path = param_.mean_file();
+  std::ifstream in(path, std::ios::binary);
+  if (!in) CREMA_THROW_RUNTIME("cannot read transform_param.mean_file '", path, "'");
+  std::ostringstream contents;
+  contents << in.rdbuf();
+  BlobProto proto;
+  if (!proto.ParseFromString(contents.str()))
+    CREMA_THROW_RUNTIME("transform_param.mean_file '", path, "' is not a BlobProto (.binaryproto)");
+  std::vector<int64_t> dims;
+  if (proto.has_shape()) {
+    for (int64_t d : proto.shape().dim()) dims.push_back(d);
+  } else {
+    dims = {proto.num(), proto.channels(), proto.height(), proto.width()};
+  }
+  if (dims.size() == 4 && dims[0] == 1) dims.erase(dims.begin());
+  if (dims.size() != 3)
+    CREMA_THROW_CONFIG("transform_param.mean_file '", path,
+                       "' must hold one 1 x C x H x W mean image, got ", dims.size(), " axes");
+  mean_channels_ = static_cast<int>(dims[0]);
+  mean_height_ = static_cast<int>(dims[1]);
+  mean_width_ = static_cast<int>(dims[2]);
+  const int64_t count = dims[0] * dims[1] * dims[2];
+  if (proto.data_size() == count) {
+    mean_.assign(proto.data().begin(), proto.data().end());
+  } else if (proto.double_data_size() == count) {
+    mean_.assign(proto.double_data().begin(), proto.double_data().end());
+  } else {
+    CREMA_THROW_RUNTIME("transform_param.mean_file '", path, "' has ",
+                        std::max(proto.data_size(), proto.double_data_size()),
+                        " values for a shape of ", count);
+  }
+}
+
+bool DataTransformer::NeedsRandom() const {
+  return param_.mirror() || (phase_ == TRAIN && param_.crop_size() > 0);
+}
+
+DataTransformer::Image DataTransformer::Prepare(const Datum& datum, const std::string& what) {
+  Image image;
+  if (datum.encoded()) {
+#ifdef CREMA_WITH_OPENCV
+    const std::string& data = datum.data();
+    cv::Mat raw(1, static_cast<int>(data.size()), CV_8UC1, const_cast<char*>(data.data()));
+    const int flag = param_.force_color()  ? cv::IMREAD_COLOR
+                     : param_.force_gray() ? cv::IMREAD_GRAYSCALE
+                                           : cv::IMREAD_ANYCOLOR;
+    cv::Mat img;
+    try {
+      img = cv::imdecode(raw, flag);
+    } catch (const cv::Exception& e) {
+      CREMA_THROW_RUNTIME(Named(what), ": cannot decode the encoded image: ", e.what());
+    }
+    if (img.empty() || img.depth() != CV_8U)
+      CREMA_THROW_RUNTIME(Named(what), ": cannot decode the encoded image (", data.size(),
+                          " bytes; not a JPEG/PNG OpenCV can read, or corrupt)");
+    image.channels = img.channels();
+    image.height = img.rows;
+    image.width = img.cols;
+    // OpenCV's interleaved H x W x C (BGR) -> C x H x W, as Caffe's Transform(cv::Mat).
+    decoded_.resize(static_cast<size_t>(image.channels) * image.height * image.width);
+    for (int h = 0; h < image.height; ++h) {
+      const uint8_t* row = img.ptr<uint8_t>(h);
+      for (int w = 0; w < image.width; ++w)
+        for (int c = 0; c < image.channels; ++c)
+          decoded_[(static_cast<size_t>(c) * image.height + h) * image.width + w] =
+              row[w * image.channels + c];
+    }
+    image.bytes = decoded_.data();
+    return image;
+#else
+    CREMA_THROW_RUNTIME(Named(what),
+                        " holds an encoded (JPEG/PNG) image; this crema was built without "
+                        "OpenCV, so it can only read raw pixels");
+#endif
+  }
+  image.channels = datum.channels();
+  image.height = datum.height();
+  image.width = datum.width();
+  if (image.channels <= 0 || image.height <= 0 || image.width <= 0)
+    CREMA_THROW_RUNTIME(Named(what), ": the Datum has no image (channels x height x width = ",
+                        ShapeText(image.channels, image.height, image.width), ")");
+  const int64_t count = static_cast<int64_t>(image.channels) * image.height * image.width;
+  if (!datum.data().empty()) {
+    if (static_cast<int64_t>(datum.data().size()) != count)
+      CREMA_THROW_RUNTIME(Named(what), ": the Datum holds ", datum.data().size(),
+                          " bytes of pixels for a shape of ",
+                          ShapeText(image.channels, image.height, image.width), " = ", count,
+                          " (truncated or corrupt)");
+    image.bytes = reinterpret_cast<const uint8_t*>(datum.data().data());
+  } else {
+    if (datum.float_data_size() != count)
+      CREMA_THROW_RUNTIME(Named(what), ": the Datum holds ", datum.float_data_size(),
+                          " float values for a shape of ",
+                          ShapeText(image.channels, image.height, image.width), " = ", count,
+                          " (truncated or corrupt)");
+    image.floats = datum.float_data().data();
+  }
+  return image;
+}
+
+void DataTransformer::CheckFits(const Image& image, const std::string& what) const {
+  const int crop = static_cast<int>(param_.crop_size());
+  if (crop > image.height || crop > image.width)
+    CREMA_THROW_CONFIG("transform_param.crop_size ", crop, " is larger than the image (",
+                       image.height, " x ", image.width, ", ", Named(what), ")");
+  if (!mean_.empty() && (mean_channels_ != image.channels || mean_height_ != image.height ||
+                         mean_width_ != image.width))
+    CREMA_THROW_CONFIG("transform_param.mean_file '", param_.mean_file(), "' is ",
+                       ShapeText(mean_channels_, mean_height_, mean_width_), " but the images are ",
+                       ShapeText(image.channels, image.height, image.width));
+  if (mean_values_.size() > 1 && static_cast<int>(mean_values_.size()) != image.channels)
+    CREMA_THROW_CONFIG("transform_param.mean_value: give one value or one per channel (",
+                       image.channels, "), got ", mean_values_.size());
+}
+
+std::vector<int> DataTransformer::InferBlobShape(const Datum& datum, const std::string& what) {
+  const Image image = Prepare(datum, what);
+  CheckFits(image, what);
+  const int crop = static_cast<int>(param_.crop_size());
+  return {1, image.channels, crop > 0 ? crop : image.height, crop > 0 ? crop : image.width};
+}
+
+template <typename T>
+void DataTransformer::Transform(const Datum& datum, T* out, const std::string& what) {
+  const Image image = Prepare(datum, what);
+  CheckFits(image, what);
+  TransformImage(image, out);
+}
+
+template <typename T>
+void DataTransformer::TransformImage(const Image& image, T* out) {
+  const int channels = image.channels;
+  const int image_height = image.height;
+  const int image_width = image.width;
+  const int crop = static_cast<int>(param_.crop_size());
+  const T scale = static_cast<T>(param_.scale());
+  // The order of the draws is Caffe's: mirror, then the offsets.
+  const bool do_mirror = param_.mirror() && Rand(2) != 0;
+  int height = image_height, width = image_width, h_off = 0, w_off = 0;
+  if (crop > 0) {
+    height = width = crop;
+    if (phase_ == TRAIN) {
+      h_off = Rand(image_height - crop + 1);
+      w_off = Rand(image_width - crop + 1);
+    } else {
+      h_off = (image_height - crop) / 2;
+      w_off = (image_width - crop) / 2;
+    }
+  }
+  std::vector<T> mean_values(channels, T(0));
+  const bool has_mean_values = !mean_values_.empty();
+  for (int c = 0; c < channels && has_mean_values; ++c)
+    mean_values[c] = static_cast<T>(mean_values_[mean_values_.size() == 1 ? 0 : c]);
+  const bool has_mean_file = !mean_.empty();
+
+  for (int c = 0; c < channels; ++c) {
+    for (int h = 0; h < height; ++h) {
+      for (int w = 0; w < width; ++w) {
+        const int64_t data_index =
+            (static_cast<int64_t>(c) * image_height + h_off + h) * image_width + w_off + w;
+        const int64_t top_index =
+            (static_cast<int64_t>(c) * height + h) * width + (do_mirror ? width - 1 - w : w);
+        const T pixel = image.bytes != nullptr ? static_cast<T>(image.bytes[data_index])
+                                               : static_cast<T>(image.floats[data_index]);
+        if (has_mean_file) {
+          out[top_index] = (pixel - static_cast<T>(mean_[data_index])) * scale;
+        } else if (has_mean_values) {
+          out[top_index] = (pixel - mean_values[c]) * scale;
+        } else {
+          out[top_index] = pixel * scale;
+        }
+      }
+    }
+  }
+}
+
+void DataTransformer::Transform(const Datum& datum, Blob* blob, int index,
+                                const std::string& what) {
+  const Image image = Prepare(datum, what);
+  CheckFits(image, what);
+  const int crop = static_cast<int>(param_.crop_size());
+  const int height = crop > 0 ? crop : image.height, width = crop > 0 ? crop : image.width;
+  if (blob->num_axes() != 4 || blob->shape(1) != image.channels || blob->shape(2) != height ||
+      blob->shape(3) != width)
+    CREMA_THROW_RUNTIME(Named(what), " gives items of ", ShapeText(image.channels, height, width),
+                        " but the batch holds ", blob->shape_string(),
+                        " (all records of a batch must have the same size)");
+  CREMA_ASSERT(index >= 0 && index < blob->shape(0), "item ", index, " outside ",
+               blob->shape_string());
+  CREMA_DISPATCH_FLOAT(blob->dtype(), T,
+                       TransformImage<T>(image, blob->mutable_cpu_data<T>() + blob->offset(index)));
+}
+
+template void DataTransformer::Transform<float>(const Datum&, float*, const std::string&);
+template void DataTransformer::Transform<double>(const Datum&, double*, const std::string&);
+
+}  // namespace crema

@@ -1,0 +1,171 @@
+#include "math/im2col.hpp"
+
+#include <algorithm>
+#include <cstdint>
+#include <vector>
+
+namespace crema::cpu {
+namespace {
+
+// One unsigned compare covers both 0 <= a and a < b (a negative a wraps to a huge value).
+inline bool InRange(int a, int b) { return static_cast<unsigned>(a) < static_cast<unsigned>(b); }
+
+inline int OutputSize(int size, int kernel, int pad, int stride, int dilation) {
+  return (size + 2 * pad - (dilation * (kernel - 1) + 1)) / stride + 1;
+}
+
+}  // namespace
+
+template <typename T>
+void Im2col(const T* data_im, int channels, int height, int width, int kernel_h, int kernel_w,
+            int pad_h, int pad_w, int stride_h, int stride_w, int dilation_h, int dilation_w,
+            T* data_col) {
+  const int output_h = OutputSize(height, kernel_h, pad_h, stride_h, dilation_h);
+  const int output_w = OutputSize(width, kernel_w, pad_w, stride_w, dilation_w);
+  const int64_t channel_size = static_cast<int64_t>(height) * width;
+  const int64_t output_size = static_cast<int64_t>(output_h) * output_w;
+  const int64_t kernel_size = static_cast<int64_t>(kernel_h) * kernel_w;
+  // Channels write disjoint rows of the column buffer, so they can run in parallel.
+#pragma omp parallel for if (channels * kernel_size * output_size > 32768)
+  for (int c = 0; c < channels; ++c) {
+    const T* im = data_im + c * channel_size;
+    T* col = data_col + c * kernel_size * output_size;
+    for (int kh = 0; kh < kernel_h; ++kh) {
+      for (int kw = 0; kw < kernel_w; ++kw) {
+        int in_row = kh * dilation_h - pad_h;
+        for (int oh = 0; oh < output_h; ++oh, in_row += stride_h) {
+          if (!InRange(in_row, height)) {
+            std::fill(col, col + output_w, T(0));
+            col += output_w;
+            continue;
+          }
+          const T* im_row = im + static_cast<int64_t>(in_row) * width;
+          int in_col = kw * dilation_w - pad_w;
+          for (int ow = 0; ow < output_w; ++ow, in_col += stride_w) {
+            *col++ = InRange(in_col, width) ? im_row[in_col] : T(0);
+          }
+        }
+      }
+    }
+  }
+}
+
+template <typename T>
+void Col2im(const T* data_col, int channels, int height, int width, int kernel_h, int kernel_w,
+            int pad_h, int pad_w, int stride_h, int stride_w, int dilation_h, int dilation_w,
+            T* data_im) {
+  const int output_h = OutputSize(height, kernel_h, pad_h, stride_h, dilation_h);
+  const int output_w = OutputSize(width, kernel_w, pad_w, stride_w, dilation_w);
+  const int64_t channel_size = static_cast<int64_t>(height) * width;
+  const int64_t output_size = static_cast<int64_t>(output_h) * output_w;
+  const int64_t kernel_size = static_cast<int64_t>(kernel_h) * kernel_w;
+  // Each channel accumulates only into its own image plane: parallel over channels is race-free.
+#pragma omp parallel for if (channels * kernel_size * output_size > 32768)
+  for (int c = 0; c < channels; ++c) {
+    T* im = data_im + c * channel_size;
+    std::fill(im, im + channel_size, T(0));
+    const T* col = data_col + c * kernel_size * output_size;
+    for (int kh = 0; kh < kernel_h; ++kh) {
+      for (int kw = 0; kw < kernel_w; ++kw) {
+        int in_row = kh * dilation_h - pad_h;
+        for (int oh = 0; oh < output_h; ++oh, in_row += stride_h) {
+          if (!InRange(in_row, height)) {
+            col += output_w;
+            continue;
+          }
+          T* im_row = im + static_cast<int64_t>(in_row) * width;
+          int in_col = kw * dilation_w - pad_w;
+          for (int ow = 0; ow < output_w; ++ow, in_col += stride_w, ++col) {
+            if (InRange(in_col, width)) im_row[in_col] += *col;
+          }
+        }
+      }
+    }
+  }
+}
+
+namespace {
+
+// Shared walk for the N-D transforms: for every column-buffer element, find the image element it
+// mirrors (or learn that it lies in the padding) and copy (im2col) or accumulate (col2im).
+template <typename T, bool kIm2col>
+void Im2colNdCore(const T* input, int num_spatial_axes, const int* im_shape, const int* col_shape,
+                  const int* kernel_shape, const int* pad, const int* stride, const int* dilation,
+                  T* output) {
+  if (!kIm2col) {
+    int64_t im_size = im_shape[0];
+    for (int i = 0; i < num_spatial_axes; ++i) im_size *= im_shape[i + 1];
+    std::fill(output, output + im_size, T(0));
+  }
+  int64_t kernel_volume = 1;
+  int64_t col_volume = 1;
+  for (int i = 0; i < num_spatial_axes; ++i) {
+    kernel_volume *= kernel_shape[i];
+    col_volume *= col_shape[i + 1];
+  }
+  const int channels_col = col_shape[0];
+  std::vector<int> d_offset(num_spatial_axes);
+  std::vector<int> d_iter(num_spatial_axes);
+  for (int c_col = 0; c_col < channels_col; ++c_col) {
+    // Position inside the kernel that this column-buffer row stands for, last axis fastest.
+    int64_t offset = c_col;
+    for (int d = num_spatial_axes - 1; d >= 0; --d) {
+      d_offset[d] = static_cast<int>(offset % kernel_shape[d]);
+      offset /= kernel_shape[d];
+    }
+    const int64_t c_im = c_col / kernel_volume;
+    std::fill(d_iter.begin(), d_iter.end(), 0);
+    for (int64_t index_col_spatial = 0; index_col_spatial < col_volume; ++index_col_spatial) {
+      const int64_t index_col = c_col * col_volume + index_col_spatial;
+      int64_t index_im = c_im;
+      bool in_image = true;
+      for (int d = 0; d < num_spatial_axes; ++d) {
+        const int d_im = d_iter[d] * stride[d] - pad[d] + d_offset[d] * dilation[d];
+        in_image = in_image && InRange(d_im, im_shape[d + 1]);
+        index_im = index_im * im_shape[d + 1] + d_im;
+      }
+      if (kIm2col) {
+        output[index_col] = in_image ? input[index_im] : T(0);
+      } else if (in_image) {
+        output[index_im] += input[index_col];
+      }
+      // Advance the output position like an odometer, last axis fastest.
+      for (int d = num_spatial_axes - 1; d >= 0; --d) {
+        if (++d_iter[d] < col_shape[d + 1]) break;
+        d_iter[d] = 0;
+      }
+    }
+  }
+}
+
+}  // namespace
+
+template <typename T>
+void Im2colNd(const T* data_im, int num_spatial_axes, const int* im_shape, const int* col_shape,
+              const int* kernel_shape, const int* pad, const int* stride, const int* dilation,
+              T* data_col) {
+  Im2colNdCore<T, true>(data_im, num_spatial_axes, im_shape, col_shape, kernel_shape, pad, stride,
+                        dilation, data_col);
+}
+
+template <typename T>
+void Col2imNd(const T* data_col, int num_spatial_axes, const int* im_shape, const int* col_shape,
+              const int* kernel_shape, const int* pad, const int* stride, const int* dilation,
+              T* data_im) {
+  Im2colNdCore<T, false>(data_col, num_spatial_axes, im_shape, col_shape, kernel_shape, pad, stride,
+                         dilation, data_im);
+}
+
+#define CREMA_INSTANTIATE_IM2COL(T)                                                             \
+  template void Im2col<T>(const T*, int, int, int, int, int, int, int, int, int, int, int, T*); \
+  template void Col2im<T>(const T*, int, int, int, int, int, int, int, int, int, int, int, T*); \
+  template void Im2colNd<T>(const T*, int, const int*, const int*, const int*, const int*,      \
+                            const int*, const int*, T*);                                        \
+  template void Col2imNd<T>(const T*, int, const int*, const int*, const int*, const int*,      \
+                            const int*, const int*, T*);
+
+CREMA_INSTANTIATE_IM2COL(float)
+CREMA_INSTANTIATE_IM2COL(double)
+#undef CREMA_INSTANTIATE_IM2COL
+
+}  // namespace crema::cpu

@@ -1,0 +1,280 @@
+#include "math/math.hpp"
+
+#include <cblas.h>
+
+#include <algorithm>
+#include <climits>
+#include <cmath>
+#include <cstring>
+#include <limits>
+#include <random>
+
+#include "core/rng.hpp"
+#include "crema/error.hpp"
+
+namespace crema::cpu {
+namespace {
+
+// BLAS lengths are int; longer vectors go through in pieces of at most this many elements.
+constexpr int64_t kBlasChunk = INT_MAX;
+
+CBLAS_TRANSPOSE ToCblas(Trans trans) { return trans == Trans::kNo ? CblasNoTrans : CblasTrans; }
+
+template <typename F>
+void ForEachChunk(int64_t n, F&& body) {
+  for (int64_t offset = 0; offset < n; offset += kBlasChunk) {
+    body(offset, static_cast<int>(std::min(kBlasChunk, n - offset)));
+  }
+}
+
+// Overloads so the templates below pick the s/d routine by type.
+inline void BlasGemm(CBLAS_TRANSPOSE ta, CBLAS_TRANSPOSE tb, int m, int n, int k, float alpha,
+                     const float* a, int lda, const float* b, int ldb, float beta, float* c,
+                     int ldc) {
+  cblas_sgemm(CblasRowMajor, ta, tb, m, n, k, alpha, a, lda, b, ldb, beta, c, ldc);
+}
+inline void BlasGemm(CBLAS_TRANSPOSE ta, CBLAS_TRANSPOSE tb, int m, int n, int k, double alpha,
+                     const double* a, int lda, const double* b, int ldb, double beta, double* c,
+                     int ldc) {
+  cblas_dgemm(CblasRowMajor, ta, tb, m, n, k, alpha, a, lda, b, ldb, beta, c, ldc);
+}
+inline void BlasGemv(CBLAS_TRANSPOSE ta, int m, int n, float alpha, const float* a, const float* x,
+                     float beta, float* y) {
+  cblas_sgemv(CblasRowMajor, ta, m, n, alpha, a, n, x, 1, beta, y, 1);
+}
+inline void BlasGemv(CBLAS_TRANSPOSE ta, int m, int n, double alpha, const double* a,
+                     const double* x, double beta, double* y) {
+  cblas_dgemv(CblasRowMajor, ta, m, n, alpha, a, n, x, 1, beta, y, 1);
+}
+inline void BlasAxpy(int n, float alpha, const float* x, float* y) {
+  cblas_saxpy(n, alpha, x, 1, y, 1);
+}
+inline void BlasAxpy(int n, double alpha, const double* x, double* y) {
+  cblas_daxpy(n, alpha, x, 1, y, 1);
+}
+inline void BlasAxpby(int n, float alpha, const float* x, float beta, float* y) {
+  cblas_saxpby(n, alpha, x, 1, beta, y, 1);
+}
+inline void BlasAxpby(int n, double alpha, const double* x, double beta, double* y) {
+  cblas_daxpby(n, alpha, x, 1, beta, y, 1);
+}
+inline void BlasScal(int n, float alpha, float* x) { cblas_sscal(n, alpha, x, 1); }
+inline void BlasScal(int n, double alpha, double* x) { cblas_dscal(n, alpha, x, 1); }
+inline float BlasDot(int n, const float* x, int incx, const float* y, int incy) {
+  return cblas_sdot(n, x, incx, y, incy);
+}
+inline double BlasDot(int n, const double* x, int incx, const double* y, int incy) {
+  return cblas_ddot(n, x, incx, y, incy);
+}
+inline float BlasAsum(int n, const float* x) { return cblas_sasum(n, x, 1); }
+inline double BlasAsum(int n, const double* x) { return cblas_dasum(n, x, 1); }
+
+}  // namespace
+
+template <typename T>
+void Gemm(Trans trans_a, Trans trans_b, int m, int n, int k, T alpha, const T* a, const T* b,
+          T beta, T* c) {
+  const int lda = trans_a == Trans::kNo ? k : m;
+  const int ldb = trans_b == Trans::kNo ? n : k;
+  BlasGemm(ToCblas(trans_a), ToCblas(trans_b), m, n, k, alpha, a, lda, b, ldb, beta, c, n);
+}
+
+template <typename T>
+void Gemv(Trans trans_a, int m, int n, T alpha, const T* a, const T* x, T beta, T* y) {
+  BlasGemv(ToCblas(trans_a), m, n, alpha, a, x, beta, y);
+}
+
+template <typename T>
+void Axpy(int64_t n, T alpha, const T* x, T* y) {
+  ForEachChunk(n, [&](int64_t offset, int len) { BlasAxpy(len, alpha, x + offset, y + offset); });
+}
+
+template <typename T>
+void Axpby(int64_t n, T alpha, const T* x, T beta, T* y) {
+  ForEachChunk(
+      n, [&](int64_t offset, int len) { BlasAxpby(len, alpha, x + offset, beta, y + offset); });
+}
+
+template <typename T>
+void Scal(int64_t n, T alpha, T* x) {
+  ForEachChunk(n, [&](int64_t offset, int len) { BlasScal(len, alpha, x + offset); });
+}
+
+template <typename T>
+void Scale(int64_t n, T alpha, const T* x, T* y) {
+  Copy(n, x, y);
+  Scal(n, alpha, y);
+}
+
+template <typename T>
+void Copy(int64_t n, const T* x, T* y) {
+  if (x != y && n > 0) std::memcpy(y, x, static_cast<size_t>(n) * sizeof(T));
+}
+
+template <typename T>
+void Set(int64_t n, T value, T* y) {
+  if (value == T(0)) {
+    if (n > 0) std::memset(y, 0, static_cast<size_t>(n) * sizeof(T));
+    return;
+  }
+#pragma omp parallel for if (n > 32768)
+  for (int64_t i = 0; i < n; ++i) y[i] = value;
+}
+
+template <typename T>
+void AddScalar(int64_t n, T alpha, T* y) {
+#pragma omp parallel for if (n > 32768)
+  for (int64_t i = 0; i < n; ++i) y[i] += alpha;
+}
+
+template <typename T>
+T Dot(int64_t n, const T* x, const T* y) {
+  T sum = 0;
+  ForEachChunk(n,
+               [&](int64_t offset, int len) { sum += BlasDot(len, x + offset, 1, y + offset, 1); });
+  return sum;
+}
+
+template <typename T>
+T StridedDot(int n, const T* x, int incx, const T* y, int incy) {
+  return BlasDot(n, x, incx, y, incy);
+}
+
+template <typename T>
+T Asum(int64_t n, const T* x) {
+  T sum = 0;
+  ForEachChunk(n, [&](int64_t offset, int len) { sum += BlasAsum(len, x + offset); });
+  return sum;
+}
+
+namespace {
+
+// y[i] = f(i). Each element is independent, so the thread count cannot change results.
+template <typename T, typename F>
+void ElementWise(int64_t n, T* y, F f) {
+#pragma omp parallel for if (n > 32768)
+  for (int64_t i = 0; i < n; ++i) y[i] = f(i);
+}
+
+}  // namespace
+
+template <typename T>
+void Add(int64_t n, const T* a, const T* b, T* y) {
+  ElementWise(n, y, [=](int64_t i) { return a[i] + b[i]; });
+}
+template <typename T>
+void Sub(int64_t n, const T* a, const T* b, T* y) {
+  ElementWise(n, y, [=](int64_t i) { return a[i] - b[i]; });
+}
+template <typename T>
+void Mul(int64_t n, const T* a, const T* b, T* y) {
+  ElementWise(n, y, [=](int64_t i) { return a[i] * b[i]; });
+}
+template <typename T>
+void Div(int64_t n, const T* a, const T* b, T* y) {
+  ElementWise(n, y, [=](int64_t i) { return a[i] / b[i]; });
+}
+template <typename T>
+void Sqr(int64_t n, const T* a, T* y) {
+  ElementWise(n, y, [=](int64_t i) { return a[i] * a[i]; });
+}
+template <typename T>
+void Sqrt(int64_t n, const T* a, T* y) {
+  ElementWise(n, y, [=](int64_t i) { return std::sqrt(a[i]); });
+}
+template <typename T>
+void Exp(int64_t n, const T* a, T* y) {
+  ElementWise(n, y, [=](int64_t i) { return std::exp(a[i]); });
+}
+template <typename T>
+void Log(int64_t n, const T* a, T* y) {
+  ElementWise(n, y, [=](int64_t i) { return std::log(a[i]); });
+}
+template <typename T>
+void Abs(int64_t n, const T* a, T* y) {
+  ElementWise(n, y, [=](int64_t i) { return std::abs(a[i]); });
+}
+template <typename T>
+void Sign(int64_t n, const T* a, T* y) {
+  ElementWise(n, y, [=](int64_t i) { return static_cast<T>((T(0) < a[i]) - (a[i] < T(0))); });
+}
+
+template <typename T>
+void Powx(int64_t n, const T* a, T b, T* y) {
+  ElementWise(n, y, [=](int64_t i) { return std::pow(a[i], b); });
+}
+
+// The Rng* functions stay serial: one engine, one fixed order of draws, so a seed fixes results.
+template <typename T>
+void RngUniform(int64_t n, T a, T b, T* r) {
+  CREMA_ASSERT(n >= 0, "n = ", n);
+  CREMA_ASSERT(a <= b, "uniform range [", a, ", ", b, "]");
+  // As Caffe: widen the half-open distribution by one ulp so that b itself can be drawn.
+  const T upper = std::nextafter(b, std::numeric_limits<T>::max());
+  std::uniform_real_distribution<T> distribution(a, upper);
+  RngEngine& engine = ThreadRng();
+  for (int64_t i = 0; i < n; ++i) {
+    // libstdc++ can round a draw up to the exclusive bound; keep results inside [a, b].
+    r[i] = std::min(distribution(engine), b);
+  }
+}
+
+template <typename T>
+void RngGaussian(int64_t n, T mean, T sigma, T* r) {
+  CREMA_ASSERT(n >= 0, "n = ", n);
+  CREMA_ASSERT(sigma > 0, "gaussian sigma ", sigma);
+  std::normal_distribution<T> distribution(mean, sigma);
+  RngEngine& engine = ThreadRng();
+  for (int64_t i = 0; i < n; ++i) r[i] = distribution(engine);
+}
+
+template <typename T>
+void RngBernoulli(int64_t n, T p, int* r) {
+  CREMA_ASSERT(n >= 0, "n = ", n);
+  CREMA_ASSERT(p >= 0 && p <= 1, "bernoulli p ", p);
+  std::bernoulli_distribution distribution(static_cast<double>(p));
+  RngEngine& engine = ThreadRng();
+  for (int64_t i = 0; i < n; ++i) r[i] = distribution(engine) ? 1 : 0;
+}
+
+void RngBernoulliUnsigned(int64_t n, double p, unsigned int* r) {
+  CREMA_ASSERT(n >= 0, "n = ", n);
+  CREMA_ASSERT(p >= 0 && p <= 1, "bernoulli p ", p);
+  std::bernoulli_distribution distribution(p);
+  RngEngine& engine = ThreadRng();
+  for (int64_t i = 0; i < n; ++i) r[i] = distribution(engine) ? 1u : 0u;
+}
+
+#define CREMA_INSTANTIATE_MATH(T)                                                   \
+  template void Gemm<T>(Trans, Trans, int, int, int, T, const T*, const T*, T, T*); \
+  template void Gemv<T>(Trans, int, int, T, const T*, const T*, T, T*);             \
+  template void Axpy<T>(int64_t, T, const T*, T*);                                  \
+  template void Axpby<T>(int64_t, T, const T*, T, T*);                              \
+  template void Scal<T>(int64_t, T, T*);                                            \
+  template void Scale<T>(int64_t, T, const T*, T*);                                 \
+  template void Copy<T>(int64_t, const T*, T*);                                     \
+  template void Set<T>(int64_t, T, T*);                                             \
+  template void AddScalar<T>(int64_t, T, T*);                                       \
+  template T Dot<T>(int64_t, const T*, const T*);                                   \
+  template T StridedDot<T>(int, const T*, int, const T*, int);                      \
+  template T Asum<T>(int64_t, const T*);                                            \
+  template void Add<T>(int64_t, const T*, const T*, T*);                            \
+  template void Sub<T>(int64_t, const T*, const T*, T*);                            \
+  template void Mul<T>(int64_t, const T*, const T*, T*);                            \
+  template void Div<T>(int64_t, const T*, const T*, T*);                            \
+  template void Sqr<T>(int64_t, const T*, T*);                                      \
+  template void Sqrt<T>(int64_t, const T*, T*);                                     \
+  template void Exp<T>(int64_t, const T*, T*);                                      \
+  template void Log<T>(int64_t, const T*, T*);                                      \
+  template void Abs<T>(int64_t, const T*, T*);                                      \
+  template void Powx<T>(int64_t, const T*, T, T*);                                  \
+  template void Sign<T>(int64_t, const T*, T*);                                     \
+  template void RngUniform<T>(int64_t, T, T, T*);                                   \
+  template void RngGaussian<T>(int64_t, T, T, T*);                                  \
+  template void RngBernoulli<T>(int64_t, T, int*);
+
+CREMA_INSTANTIATE_MATH(float)
+CREMA_INSTANTIATE_MATH(double)
+#undef CREMA_INSTANTIATE_MATH
+
+}  // namespace crema::cpu

@@ -1,0 +1,443 @@
+// Prototxt and binary proto I/O. Text parsing records field positions (ParseInfoTree) so later
+// errors can point at file:line:col; syntax errors and unknown names become one-line ConfigErrors
+// with 1-based positions and, for a misspelt name, the closest valid one.
+#include "net/proto_io.hpp"
+
+#include <fcntl.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include <google/protobuf/descriptor.h>
+#include <google/protobuf/io/coded_stream.h>
+#include <google/protobuf/io/tokenizer.h>
+#include <google/protobuf/io/zero_copy_stream_impl.h>
+
+#include <algorithm>
+#include <atomic>
+#include <cctype>
+#include <cerrno>
+#include <climits>
+#include <cstring>
+#include <set>
+#include <string>
+#include <vector>
+
+#include <glog/logging.h>
+
+#include "crema/error.hpp"
+#include "net/upgrade.hpp"
+
+namespace crema {
+namespace {
+
+namespace pb = google::protobuf;
+
+std::string ErrnoText(int error) { return std::strerror(error); }
+
+// Reads a whole file; RuntimeError "cannot read PATH: reason" when it can't.
+std::string ReadWholeFile(const std::string& path) {
+  const int fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC);
+  if (fd < 0) CREMA_THROW_RUNTIME("cannot read ", path, ": ", ErrnoText(errno));
+  std::string contents;
+  char buffer[1 << 16];
+  for (;;) {
+    const ssize_t n = ::read(fd, buffer, sizeof(buffer));
+    if (n == 0) break;
+    if (n < 0) {
+      if (errno == EINTR) continue;
+      const int error = errno;
+      ::close(fd);
+      CREMA_THROW_RUNTIME("cannot read ", path, ": ", ErrnoText(error));
+    }
+    contents.append(buffer, static_cast<size_t>(n));
+  }
+  ::close(fd);
+  return contents;
+}
+
+// ---- "did you mean" ----
+
+size_t EditDistance(const std::string& a, const std::string& b) {
+  std::vector<size_t> row(b.size() + 1);
+  for (size_t j = 0; j <= b.size(); ++j) row[j] = j;
+  for (size_t i = 1; i <= a.size(); ++i) {
+    size_t diagonal = row[0];
+    row[0] = i;
+    for (size_t j = 1; j <= b.size(); ++j) {
+      const size_t above = row[j];
+      const bool same = std::tolower(static_cast<unsigned char>(a[i - 1])) ==
+                        std::tolower(static_cast<unsigned char>(b[j - 1]));
+      row[j] = std::min({row[j] + 1, row[j - 1] + 1, diagonal + (same ? 0 : 1)});
+      diagonal = above;
+    }
+  }
+  return row[b.size()];
+}
+
+// The closest candidate within a distance that still looks like a typo, or "".
+std::string ClosestName(const std::string& name, const std::set<std::string>& candidates) {
+  std::string best;
+  size_t best_distance = std::max<size_t>(2, name.size() / 3) + 1;
+  for (const std::string& candidate : candidates) {
+    const size_t distance = EditDistance(name, candidate);
+    if (distance < best_distance) {
+      best_distance = distance;
+      best = candidate;
+    }
+  }
+  return best;
+}
+
+void CollectMessages(const pb::Descriptor* descriptor, std::set<const pb::Descriptor*>* seen) {
+  if (descriptor == nullptr || !seen->insert(descriptor).second) return;
+  for (int i = 0; i < descriptor->field_count(); ++i) {
+    CollectMessages(descriptor->field(i)->message_type(), seen);
+  }
+}
+
+// Text between `prefix` and the next '"' in `message`, or "".
+std::string QuotedAfter(const std::string& message, const std::string& prefix) {
+  const size_t start = message.find(prefix);
+  if (start == std::string::npos) return "";
+  const size_t begin = start + prefix.size();
+  const size_t end = message.find('"', begin);
+  if (end == std::string::npos) return "";
+  return message.substr(begin, end - begin);
+}
+
+// Rewrites protobuf's messages for unknown fields and enum values into crema's wording with a
+// suggestion drawn from the message type being parsed (for fields) or from the enums of fields
+// of that name reachable from the root (for enum values).
+std::string Explain(const std::string& message, const pb::Descriptor* root) {
+  const std::string unknown_field = QuotedAfter(message, "has no field named \"");
+  if (!unknown_field.empty()) {
+    const std::string type_name = QuotedAfter(message, "Message type \"");
+    const pb::Descriptor* type = root->file()->pool()->FindMessageTypeByName(type_name);
+    std::set<std::string> names;
+    if (type != nullptr) {
+      for (int i = 0; i < type->field_count(); ++i) names.insert(type->field(i)->name());
+    } else {
+      std::set<const pb::Descriptor*> all;
+      CollectMessages(root, &all);
+      for (const pb::Descriptor* d : all) {
+        for (int i = 0; i < d->field_count(); ++i) names.insert(d->field(i)->name());
+      }
+    }
+    std::string text = StrCat("unknown field \"", unknown_field, "\"");
+    if (type != nullptr) text += StrCat(" in ", type->name());
+    const std::string suggestion = ClosestName(unknown_field, names);
+    if (!suggestion.empty()) text += StrCat("; did you mean \"", suggestion, "\"?");
+    return text;
+  }
+  const std::string unknown_value = QuotedAfter(message, "Unknown enumeration value of \"");
+  if (!unknown_value.empty()) {
+    const std::string field_name = QuotedAfter(message, "for field \"");
+    std::set<const pb::Descriptor*> all;
+    CollectMessages(root, &all);
+    std::set<std::string> values;
+    for (const pb::Descriptor* d : all) {
+      const pb::FieldDescriptor* field = d->FindFieldByName(field_name);
+      if (field == nullptr || field->enum_type() == nullptr) continue;
+      for (int i = 0; i < field->enum_type()->value_count(); ++i) {
+        values.insert(field->enum_type()->value(i)->name());
+      }
+    }
+    std::string text = StrCat("unknown value \"", unknown_value, "\" for field \"", field_name, "\"");
+    const std::string suggestion = ClosestName(unknown_value, values);
+    if (!suggestion.empty()) text += StrCat("; did you mean \"", suggestion, "\"?");
+    return text;
+  }
+  return message;
+}
+
+// Keeps the first error only: later ones are usually consequences of it.
+class FirstErrorCollector : public pb::io::ErrorCollector {
+ public:
+  void AddError(int line, pb::io::ColumnNumber column, const std::string& message) override {
+    if (has_error_) return;
+    has_error_ = true;
+    line_ = line;
+    column_ = column;
+    message_ = message;
+  }
+  void AddWarning(int line, pb::io::ColumnNumber column, const std::string& message) override {
+    warnings_.push_back(StrCat(line + 1, ":", column + 1, ": ", message));
+  }
+
+  bool has_error() const { return has_error_; }
+  int line() const { return line_; }
+  int column() const { return column_; }
+  const std::string& message() const { return message_; }
+  const std::vector<std::string>& warnings() const { return warnings_; }
+
+ private:
+  bool has_error_ = false;
+  int line_ = -1;
+  int column_ = -1;
+  std::string message_;
+  std::vector<std::string> warnings_;
+};
+
+// Protobuf's tokenizer counts columns from 0 with tabs advancing to the next multiple of 8;
+// these convert between its (line, column) and byte offsets in the text.
+constexpr int kTabWidth = 8;
+
+size_t OffsetOf(const std::string& text, int line, int column) {
+  size_t offset = 0;
+  for (int l = 0; l < line && offset < text.size(); ++l) {
+    const size_t newline = text.find('\n', offset);
+    if (newline == std::string::npos) return text.size();
+    offset = newline + 1;
+  }
+  for (int c = 0; c < column && offset < text.size() && text[offset] != '\n'; ++offset) {
+    c += text[offset] == '\t' ? kTabWidth - c % kTabWidth : 1;
+  }
+  return offset;
+}
+
+void PositionOf(const std::string& text, size_t offset, int* line, int* column) {
+  *line = 0;
+  *column = 0;
+  for (size_t i = 0; i < offset && i < text.size(); ++i) {
+    if (text[i] == '\n') {
+      ++*line;
+      *column = 0;
+    } else {
+      *column += text[i] == '\t' ? kTabWidth - *column % kTabWidth : 1;
+    }
+  }
+}
+
+// One component of a field path: "layer[3]" -> {"layer", 3}; no index -> -1.
+struct PathPart {
+  std::string name;
+  int index = -1;
+};
+
+bool SplitFieldPath(const std::string& path, std::vector<PathPart>* parts) {
+  size_t begin = 0;
+  while (begin <= path.size()) {
+    size_t end = path.find('.', begin);
+    if (end == std::string::npos) end = path.size();
+    std::string part = path.substr(begin, end - begin);
+    PathPart parsed;
+    const size_t bracket = part.find('[');
+    if (bracket == std::string::npos) {
+      parsed.name = part;
+    } else {
+      if (part.back() != ']') return false;
+      parsed.name = part.substr(0, bracket);
+      const std::string digits = part.substr(bracket + 1, part.size() - bracket - 2);
+      if (digits.empty() || digits.size() > 9 ||
+          !std::all_of(digits.begin(), digits.end(), [](char c) { return c >= '0' && c <= '9'; })) {
+        return false;
+      }
+      parsed.index = std::stoi(digits);
+    }
+    if (parsed.name.empty()) return false;
+    parts->push_back(parsed);
+    begin = end + 1;
+  }
+  return !parts->empty();
+}
+
+bool Located(const pb::TextFormat::ParseLocation& location) { return location.line >= 0; }
+
+std::string Format(const std::string& path, const pb::TextFormat::ParseLocation& location) {
+  return StrCat(path, ":", location.line + 1, ":", location.column + 1);
+}
+
+}  // namespace
+
+std::string ProtoSource::Locate(const pb::Message& root, const std::string& field_path) const {
+  std::vector<PathPart> parts;
+  if (tree_ == nullptr || !SplitFieldPath(field_path, &parts)) return path_;
+  const pb::Descriptor* descriptor = root.GetDescriptor();
+  const pb::TextFormat::ParseInfoTree* tree = tree_.get();
+  pb::TextFormat::ParseLocation best;
+  size_t first = 0;
+
+  // A legacy net was parsed from `layers` (V0/V1) and maybe `input` fields, but `root` is
+  // usually the upgraded net, whose `layer[i]` then maps back to the text: the Input layer made
+  // from `input` fields is layer[0], and the rest are the text's `layers[i - 1]` or `layer[i-1]`.
+  // (Best effort: V0 padding layers folded away shift later indices further.)
+  const auto* net = dynamic_cast<const NetParameter*>(&root);
+  if (net != nullptr && parts[0].name == "layer" && parts[0].index >= 0) {
+    const pb::FieldDescriptor* layer_field = descriptor->FindFieldByName("layer");
+    const pb::FieldDescriptor* layers_field = descriptor->FindFieldByName("layers");
+    const pb::FieldDescriptor* input_field = descriptor->FindFieldByName("input");
+    int index = parts[0].index;
+    const pb::TextFormat::ParseLocation input_location = tree->GetLocation(input_field, 0);
+    const bool input_upgraded = Located(input_location) && net->input_size() == 0 &&
+                                net->layer_size() > 0 && net->layer(0).type() == "Input" &&
+                                net->layer(0).name() == "input";
+    if (input_upgraded) {
+      if (index == 0) return Format(path_, input_location);
+      --index;
+    }
+    const bool from_v1 = net->layers_size() == 0 && !Located(tree->GetLocation(layer_field, 0)) &&
+                         Located(tree->GetLocation(layers_field, 0));
+    if (input_upgraded || from_v1) {
+      const pb::FieldDescriptor* field = from_v1 ? layers_field : layer_field;
+      best = tree->GetLocation(field, index);
+      if (!Located(best)) return path_;
+      tree = tree->GetTreeForNested(field, index);
+      descriptor = field->message_type();
+      first = 1;
+    }
+  }
+
+  for (size_t i = first; i < parts.size() && tree != nullptr && descriptor != nullptr; ++i) {
+    const pb::FieldDescriptor* field = descriptor->FindFieldByName(parts[i].name);
+    if (field == nullptr) break;
+    int index = -1;
+    if (field->is_repeated()) {
+      index = parts[i].index >= 0 ? parts[i].index : 0;
+    } else if (parts[i].index > 0) {
+      break;  // an index on a singular field: not a path into this message
+    }
+    const pb::TextFormat::ParseLocation location = tree->GetLocation(field, index);
+    if (!Located(location)) break;
+    best = location;
+    if (field->cpp_type() != pb::FieldDescriptor::CPPTYPE_MESSAGE) break;
+    tree = tree->GetTreeForNested(field, index);
+    descriptor = field->message_type();
+  }
+  return Located(best) ? Format(path_, best) : path_;
+}
+
+std::shared_ptr<ProtoSource> ParseTextProto(const std::string& text, const std::string& name,
+                                            pb::Message* message) {
+  auto tree = std::make_unique<pb::TextFormat::ParseInfoTree>();
+  FirstErrorCollector errors;
+  pb::TextFormat::Parser parser;
+  parser.RecordErrorsTo(&errors);
+  parser.WriteLocationsTo(tree.get());
+  const bool ok = parser.ParseFromString(text, message);
+  for (const std::string& warning : errors.warnings()) LOG(WARNING) << name << ":" << warning;
+  if (!ok || errors.has_error()) {
+    const std::string explained = Explain(errors.message(), message->GetDescriptor());
+    if (!errors.has_error()) {
+      CREMA_THROW_CONFIG(name, ": not a valid ", message->GetDescriptor()->name());
+    }
+    if (errors.line() < 0) CREMA_THROW_CONFIG(name, ": ", explained);
+    int line = errors.line(), column = errors.column();
+    // Protobuf points past an unknown name (at the token after it); point at the name instead.
+    std::string culprit = QuotedAfter(errors.message(), "has no field named \"");
+    if (culprit.empty()) culprit = QuotedAfter(errors.message(), "Unknown enumeration value of \"");
+    if (!culprit.empty()) {
+      const size_t found = text.rfind(culprit, OffsetOf(text, line, column));
+      if (found != std::string::npos) PositionOf(text, found, &line, &column);
+    }
+    CREMA_THROW_CONFIG(name, ":", line + 1, ":", column + 1, ": ", explained);
+  }
+  return std::make_shared<ProtoSource>(name, std::move(tree));
+}
+
+std::shared_ptr<ProtoSource> ReadTextProto(const std::string& path, pb::Message* message) {
+  return ParseTextProto(ReadWholeFile(path), path, message);
+}
+
+void ReadBinaryProto(const std::string& path, pb::Message* message) {
+  const int fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC);
+  if (fd < 0) CREMA_THROW_RUNTIME("cannot read ", path, ": ", ErrnoText(errno));
+  bool ok = false;
+  int read_error = 0;
+  {
+    pb::io::FileInputStream input(fd);
+    pb::io::CodedInputStream coded(&input);
+    // Caffe's limit: .caffemodel files of large nets exceed protobuf's 64 MB default.
+    coded.SetTotalBytesLimit(INT_MAX);
+    ok = message->ParseFromCodedStream(&coded) && coded.ConsumedEntireMessage();
+    read_error = input.GetErrno();
+  }
+  ::close(fd);
+  if (read_error != 0) CREMA_THROW_RUNTIME("cannot read ", path, ": ", ErrnoText(read_error));
+  if (!ok) {
+    CREMA_THROW_CONFIG(path, ": not a valid ", message->GetDescriptor()->name(),
+                       " (truncated or corrupt)");
+  }
+}
+
+void WriteFileAtomically(const std::string& path, const std::string& contents) {
+  // The temporary sits beside the target so rename() stays within one file system.
+  const size_t slash = path.rfind('/');
+  const std::string folder = slash == std::string::npos ? "." : path.substr(0, slash);
+  const std::string base = slash == std::string::npos ? path : path.substr(slash + 1);
+  static std::atomic<unsigned> counter{0};
+  std::string temp;
+  int fd = -1;
+  for (int attempt = 0; attempt < 100 && fd < 0; ++attempt) {
+    temp = StrCat(folder, "/.", base, ".tmp.", ::getpid(), ".", counter++);
+    fd = ::open(temp.c_str(), O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0666);
+    if (fd < 0 && errno != EEXIST) break;
+  }
+  if (fd < 0) CREMA_THROW_RUNTIME("cannot write ", path, ": ", ErrnoText(errno));
+  auto fail = [&](int error) {
+    ::close(fd);
+    ::unlink(temp.c_str());
+    CREMA_THROW_RUNTIME("cannot write ", path, ": ", ErrnoText(error));
+  };
+  size_t written = 0;
+  while (written < contents.size()) {
+    const ssize_t n = ::write(fd, contents.data() + written, contents.size() - written);
+    if (n < 0) {
+      if (errno == EINTR) continue;
+      fail(errno);
+    }
+    written += static_cast<size_t>(n);
+  }
+  if (::fsync(fd) != 0) fail(errno);
+  if (::close(fd) != 0) {
+    const int error = errno;
+    ::unlink(temp.c_str());
+    CREMA_THROW_RUNTIME("cannot write ", path, ": ", ErrnoText(error));
+  }
+  if (::rename(temp.c_str(), path.c_str()) != 0) {
+    const int error = errno;
+    ::unlink(temp.c_str());
+    CREMA_THROW_RUNTIME("cannot write ", path, ": ", ErrnoText(error));
+  }
+  // Make the rename itself durable; failure here is not worth an error.
+  const int dir = ::open(folder.c_str(), O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+  if (dir >= 0) {
+    ::fsync(dir);
+    ::close(dir);
+  }
+}
+
+void WriteBinaryProto(const pb::Message& message, const std::string& path) {
+  std::string bytes;
+  if (!message.SerializeToString(&bytes)) {
+    CREMA_THROW_CONFIG("cannot write ", path, ": ", message.GetDescriptor()->name(),
+                       " is missing required fields: ", message.InitializationErrorString());
+  }
+  WriteFileAtomically(path, bytes);
+}
+
+void WriteTextProto(const pb::Message& message, const std::string& path) {
+  std::string text;
+  CREMA_ASSERT(pb::TextFormat::PrintToString(message, &text), "text printing failed");
+  WriteFileAtomically(path, text);
+}
+
+std::shared_ptr<ProtoSource> ReadNetParamsFromTextFile(const std::string& path,
+                                                       NetParameter* param) {
+  std::shared_ptr<ProtoSource> source = ReadTextProto(path, param);
+  UpgradeNetAsNeeded(path, param);
+  return source;
+}
+
+void ReadNetParamsFromBinaryFile(const std::string& path, NetParameter* param) {
+  ReadBinaryProto(path, param);
+  UpgradeNetAsNeeded(path, param);
+}
+
+std::shared_ptr<ProtoSource> ReadSolverParamsFromTextFile(const std::string& path,
+                                                          SolverParameter* param) {
+  std::shared_ptr<ProtoSource> source = ReadTextProto(path, param);
+  UpgradeSolverAsNeeded(path, param);
+  return source;
+}
+
+}  // namespace crema

@@ -1,0 +1,221 @@
+#include "solvers/sgd_solver.hpp"
+
+#include <glog/logging.h>
+
+#include <cmath>
+#include <filesystem>
+
+#include "crema/error.hpp"
+#include "io/hdf5.hpp"
+#include "math/math.hpp"
+#include "net/proto_io.hpp"
+
+namespace crema {
+namespace {
+
+namespace fs = std::filesystem;
+
+BlobPtr ZeroBlobLike(const Blob& param) {
+  auto blob = std::make_shared<Blob>(param.shape(), param.dtype());
+  blob->SetDataZero();
+  blob->SetDiffZero();
+  return blob;
+}
+
+template <typename T>
+void SgdUpdate(int64_t n, T local_rate, T momentum, T* diff, T* history) {
+  cpu::Axpby(n, local_rate, static_cast<const T*>(diff), momentum, history);
+  cpu::Copy(n, static_cast<const T*>(history), diff);
+}
+
+}  // namespace
+
+SGDSolver::SGDSolver(const SolverParameter& param, const SolverOptions& options)
+    : Solver(param, options) {
+  // Fail on a bad schedule or regularization now, not after the first test and iteration.
+  GetLearningRate();
+  if (param_.weight_decay() != 0 && param_.regularization_type() != "L2" &&
+      param_.regularization_type() != "L1")
+    throw ConfigError(ErrorAt("regularization_type") +
+                      "regularization_type: unknown regularization \"" +
+                      param_.regularization_type() + "\"; expected L2 or L1");
+  for (Blob* blob : net_->learnable_params()) {
+    history_.push_back(ZeroBlobLike(*blob));
+    update_.push_back(ZeroBlobLike(*blob));
+    temp_.push_back(ZeroBlobLike(*blob));
+  }
+}
+
+double SGDSolver::UpdateLearningRate() {
+  const double rate = GetLearningRate();
+  const std::string& policy = param_.lr_policy();
+  if (policy == "step") {
+    current_step_ = iter_ / param_.stepsize();
+  } else if (policy == "multistep" && current_step_ < param_.stepvalue_size() &&
+             iter_ >= param_.stepvalue(current_step_)) {
+    ++current_step_;
+    LOG(INFO) << "MultiStep Status: Iteration " << iter_ << ", step = " << current_step_;
+  }
+  return rate;
+}
+
+void SGDSolver::ApplyUpdate() {
+  const double rate = UpdateLearningRate();
+  if (param_.display() && iter_ % param_.display() == 0)
+    LOG(INFO) << "Iteration " << iter_ << ", lr = " << rate;
+  ClipGradients();
+  const int num_params = static_cast<int>(net_->learnable_params().size());
+  for (int param_id = 0; param_id < num_params; ++param_id) {
+    Normalize(param_id);
+    Regularize(param_id);
+    ComputeUpdateValue(param_id, rate);
+  }
+  net_->Update();
+}
+
+void SGDSolver::ClipGradients() {
+  const double clip_gradients = param_.clip_gradients();
+  if (clip_gradients < 0) return;
+  double sumsq_diff = 0;
+  for (Blob* blob : net_->learnable_params()) sumsq_diff += blob->sumsq_diff();
+  const double l2norm_diff = std::sqrt(sumsq_diff);
+  if (l2norm_diff > clip_gradients) {
+    const double scale_factor = clip_gradients / l2norm_diff;
+    LOG(INFO) << "Gradient clipping: scaling down gradients (L2 norm " << l2norm_diff << " > "
+              << clip_gradients << ") by scale factor " << scale_factor;
+    for (Blob* blob : net_->learnable_params()) blob->scale_diff(scale_factor);
+  }
+}
+
+void SGDSolver::Normalize(int param_id) {
+  if (param_.iter_size() == 1) return;
+  // The diffs hold the sum over iter_size passes; make them the mean.
+  Blob* blob = net_->learnable_params()[param_id];
+  const double normalization = 1.0 / param_.iter_size();
+  if (blob->count() == 0) return;
+  CREMA_DISPATCH_FLOAT(
+      blob->dtype(), T,
+      cpu::Scal(blob->count(), static_cast<T>(normalization), blob->mutable_cpu_diff<T>()));
+}
+
+void SGDSolver::Regularize(int param_id) {
+  Blob* blob = net_->learnable_params()[param_id];
+  const double local_decay =
+      static_cast<double>(param_.weight_decay()) * net_->params_weight_decay()[param_id];
+  if (local_decay == 0 || blob->count() == 0) return;
+  const int64_t n = blob->count();
+  if (param_.regularization_type() == "L2") {
+    CREMA_DISPATCH_FLOAT(blob->dtype(), T,
+                         cpu::Axpy(n, static_cast<T>(local_decay), blob->cpu_data<T>(),
+                                   blob->mutable_cpu_diff<T>()));
+  } else if (param_.regularization_type() == "L1") {
+    Blob* sign = temp_[param_id].get();
+    CREMA_DISPATCH_FLOAT(blob->dtype(), T, {
+      cpu::Sign(n, blob->cpu_data<T>(), sign->mutable_cpu_data<T>());
+      cpu::Axpy(n, static_cast<T>(local_decay), static_cast<const T*>(sign->cpu_data<T>()),
+                blob->mutable_cpu_diff<T>());
+    });
+  } else {
+    throw ConfigError(ErrorAt("regularization_type") +
+                      "regularization_type: unknown regularization \"" +
+                      param_.regularization_type() + "\"; expected L2 or L1");
+  }
+}
+
+void SGDSolver::ComputeUpdateValue(int param_id, double rate) {
+  Blob* blob = net_->learnable_params()[param_id];
+  if (blob->count() == 0) return;
+  const double local_rate = rate * net_->params_lr()[param_id];
+  const double momentum = param_.momentum();
+  Blob* history = history_[param_id].get();
+  CREMA_DISPATCH_FLOAT(
+      blob->dtype(), T,
+      SgdUpdate<T>(blob->count(), static_cast<T>(local_rate), static_cast<T>(momentum),
+                   blob->mutable_cpu_diff<T>(), history->mutable_cpu_data<T>()));
+}
+
+// ---- solver state ----
+
+void SGDSolver::SnapshotSolverState(const std::string& model_filename) {
+  if (param_.snapshot_format() == SolverParameter::HDF5) {
+    const std::string filename = SnapshotFilename(".solverstate.h5");
+    LOG(INFO) << "Snapshotting solver state to HDF5 file " << filename;
+    // Written beside and renamed, so a crash never leaves a truncated state behind.
+    const std::string temp = filename + ".tmp";
+    {
+      Hdf5File file(temp, Hdf5File::Mode::kCreate);
+      WriteHdf5Int(file.id(), "iter", iter_);
+      WriteHdf5String(file.id(), "learned_net", model_filename);
+      WriteHdf5Int(file.id(), "current_step", current_step_);
+      Hdf5Handle history(file.CreateGroup("history"));
+      for (size_t i = 0; i < history_.size(); ++i)
+        WriteBlobToHDF5(history.get(), std::to_string(i), *history_[i], false);
+      history = Hdf5Handle();
+      file.Close();
+    }
+    std::error_code ec;
+    fs::rename(temp, filename, ec);
+    if (ec) CREMA_THROW_RUNTIME("cannot rename ", temp, " to ", filename, ": ", ec.message());
+    return;
+  }
+  SolverState state;
+  state.set_iter(iter_);
+  state.set_learned_net(model_filename);
+  state.set_current_step(current_step_);
+  for (const BlobPtr& blob : history_) blob->ToProto(state.add_history());
+  const std::string filename = SnapshotFilename(".solverstate");
+  LOG(INFO) << "Snapshotting solver state to binary proto file " << filename;
+  WriteBinaryProto(state, filename);
+}
+
+void SGDSolver::RestoreLearnedNet(const std::string& learned_net, const std::string& state_file) {
+  std::string path = learned_net;
+  std::error_code ec;
+  if (!fs::exists(path, ec) && fs::path(path).is_relative()) {
+    const fs::path beside = fs::path(state_file).parent_path() / fs::path(path).filename();
+    if (fs::exists(beside, ec)) {
+      LOG(INFO) << "learned_net " << learned_net << " not found; using " << beside.string()
+                << " beside the solver state";
+      path = beside.string();
+    }
+  }
+  net_->CopyTrainedLayersFrom(path);
+}
+
+void SGDSolver::RestoreSolverStateFromBinaryProto(const std::string& state_file) {
+  SolverState state;
+  ReadBinaryProto(state_file, &state);
+  iter_ = state.iter();
+  if (state.has_learned_net()) RestoreLearnedNet(state.learned_net(), state_file);
+  current_step_ = state.current_step();
+  if (state.history_size() != static_cast<int>(history_.size()))
+    CREMA_THROW_CONFIG(state_file, ": the solver state has ", state.history_size(),
+                       " history blobs but this ", type(), " solver on this net needs ",
+                       history_.size());
+  for (size_t i = 0; i < history_.size(); ++i) {
+    try {
+      history_[i]->FromProto(state.history(static_cast<int>(i)), /*reshape=*/false);
+    } catch (const ConfigError& e) {
+      CREMA_THROW_CONFIG(state_file, ": history blob ", i, ": ", e.what());
+    }
+  }
+}
+
+void SGDSolver::RestoreSolverStateFromHDF5(const std::string& state_file) {
+  Hdf5File file(state_file, Hdf5File::Mode::kRead);
+  iter_ = ReadHdf5Int(file.id(), "iter");
+  if (Hdf5HasDataset(file.id(), "learned_net"))
+    RestoreLearnedNet(ReadHdf5String(file.id(), "learned_net"), state_file);
+  current_step_ = ReadHdf5Int(file.id(), "current_step");
+  Hdf5Handle history(file.OpenGroup("history"));
+  const size_t num_saved = Hdf5ChildNames(history.get()).size();
+  if (num_saved != history_.size())
+    CREMA_THROW_CONFIG(state_file, ": the solver state has ", num_saved, " history blobs but this ",
+                       type(), " solver on this net needs ", history_.size());
+  for (size_t i = 0; i < history_.size(); ++i)
+    ReadBlobFromHDF5(history.get(), std::to_string(i), history_[i].get(), /*reshape=*/false);
+}
+
+CREMA_REGISTER_SOLVER(SGD, SGDSolver);
+
+}  // namespace crema

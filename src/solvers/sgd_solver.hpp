@@ -1,0 +1,53 @@
+#pragma once
+// Stochastic gradient descent with momentum (Caffe's "SGD"). Per iteration, with rate from
+// lr_policy and, per learnable param i (lr_mult_i, decay_mult_i):
+//   diff_i /= iter_size                                   (Normalize)
+//   diff_i += weight_decay * decay_mult_i * w_i            (Regularize, L2; L1 uses sign(w_i))
+//   history_i = momentum * history_i + rate * lr_mult_i * diff_i;  diff_i = history_i
+//   w_i -= diff_i                                          (net->Update())
+// after optional clipping of the global L2 norm of all diffs to clip_gradients. The solver state
+// is history (one blob per learnable param), iter and current_step.
+//
+// Other update rules (Nesterov, AdaGrad, RMSProp, AdaDelta, Adam) derive from this class and
+// override ComputeUpdateValue; they may append more blobs to history_ in their constructor
+// (snapshots save and restore all of history_).
+#include <string>
+#include <vector>
+
+#include "crema/blob.hpp"
+#include "crema/solver.hpp"
+
+namespace crema {
+
+class SGDSolver : public Solver {
+ public:
+  SGDSolver(const SolverParameter& param, const SolverOptions& options);
+  const char* type() const override { return "SGD"; }
+  const std::vector<BlobPtr>& history() const { return history_; }
+
+ protected:
+  void ApplyUpdate() override;
+  // The rate for this iteration, committing the schedule's position (current_step_) as Caffe's
+  // GetLearningRate does for "step" and "multistep".
+  double UpdateLearningRate();
+  // Scales all diffs so that their joint L2 norm is at most clip_gradients (when >= 0).
+  virtual void ClipGradients();
+  virtual void Normalize(int param_id);
+  virtual void Regularize(int param_id);
+  virtual void ComputeUpdateValue(int param_id, double rate);
+
+  void SnapshotSolverState(const std::string& model_filename) override;
+  void RestoreSolverStateFromBinaryProto(const std::string& state_file) override;
+  void RestoreSolverStateFromHDF5(const std::string& state_file) override;
+  // Loads the SolverState's learned_net into the train net: as written (relative to the cwd, as
+  // Caffe), else beside the state file when it was moved with its model.
+  void RestoreLearnedNet(const std::string& learned_net, const std::string& state_file);
+
+  // One blob per learnable param, shaped and typed like it (derived solvers may add more).
+  std::vector<BlobPtr> history_;
+  // Scratch blobs shaped like the params (L1 signs; derived solvers' intermediate values).
+  std::vector<BlobPtr> update_;
+  std::vector<BlobPtr> temp_;
+};
+
+}  // namespace crema

@@ -1,0 +1,576 @@
+#include "crema/solver.hpp"
+
+#include <glog/logging.h>
+
+#include <algorithm>
+#include <chrono>
+#include <cmath>
+#include <filesystem>
+#include <fstream>
+#include <map>
+#include <sstream>
+
+#include "core/rng.hpp"
+#include "crema/error.hpp"
+#include "net/proto_io.hpp"
+#include "net/upgrade.hpp"
+
+namespace crema {
+namespace {
+
+namespace fs = std::filesystem;
+
+std::map<std::string, SolverRegistry::Creator>& Table() {
+  static auto* table = new std::map<std::string, SolverRegistry::Creator>();
+  return *table;
+}
+
+int EditDistance(const std::string& a, const std::string& b) {
+  std::vector<int> prev(b.size() + 1), cur(b.size() + 1);
+  for (size_t j = 0; j <= b.size(); ++j) prev[j] = static_cast<int>(j);
+  for (size_t i = 1; i <= a.size(); ++i) {
+    cur[0] = static_cast<int>(i);
+    for (size_t j = 1; j <= b.size(); ++j) {
+      const int same = std::tolower(a[i - 1]) == std::tolower(b[j - 1]) ? 0 : 1;
+      cur[j] = std::min({prev[j] + 1, cur[j - 1] + 1, prev[j - 1] + same});
+    }
+    std::swap(prev, cur);
+  }
+  return prev[b.size()];
+}
+
+std::string Where(const std::shared_ptr<const ProtoSource>& source, const SolverParameter& param,
+                  const std::string& field) {
+  std::string where = source ? source->Locate(param, field) : "";
+  return where.empty() ? "solver: " : where + ": ";
+}
+
+// A relative path in the solver is resolved against base_dir (when given), else the cwd.
+std::string Resolve(const std::string& base_dir, const std::string& path) {
+  if (base_dir.empty() || path.empty() || fs::path(path).is_absolute()) return path;
+  return (fs::path(base_dir) / path).lexically_normal().string();
+}
+
+std::vector<std::string> SplitCommas(const std::string& text) {
+  std::vector<std::string> parts;
+  std::stringstream stream(text);
+  std::string part;
+  while (std::getline(stream, part, ','))
+    if (!part.empty()) parts.push_back(part);
+  return parts;
+}
+
+std::string Join(const std::vector<std::string>& items) {
+  std::string out;
+  for (const auto& item : items) out += (out.empty() ? "" : ", ") + item;
+  return out;
+}
+
+using Clock = std::chrono::steady_clock;
+double SecondsSince(Clock::time_point start) {
+  return std::chrono::duration<double>(Clock::now() - start).count();
+}
+
+}  // namespace
+
+// ---- registry ----
+
+void SolverRegistry::Add(const std::string& type, Creator creator) {
+  CREMA_ASSERT(!Table().count(type), "solver type ", type, " registered twice");
+  Table()[type] = std::move(creator);
+}
+
+bool SolverRegistry::Has(const std::string& type) { return Table().count(type) > 0; }
+
+std::vector<std::string> SolverRegistry::Types() {
+  std::vector<std::string> types;
+  for (const auto& entry : Table()) types.push_back(entry.first);
+  return types;
+}
+
+std::unique_ptr<Solver> SolverRegistry::Create(const SolverParameter& param,
+                                               const SolverOptions& opts) {
+  auto it = Table().find(param.type());
+  if (it == Table().end()) {
+    std::string best;
+    int best_distance = 1 << 30;
+    for (const auto& entry : Table()) {
+      const int d = EditDistance(param.type(), entry.first);
+      if (d < best_distance) best_distance = d, best = entry.first;
+    }
+    const int limit = std::max<int>(2, static_cast<int>(param.type().size()) / 3);
+    CREMA_THROW_CONFIG(Where(opts.source, param, "type"), "type: unknown solver type \"",
+                       param.type(), "\".",
+                       best_distance <= limit ? " Did you mean \"" + best + "\"?" : "",
+                       " Known types: ", Join(Types()));
+  }
+  return it->second(param, opts);
+}
+
+// ---- construction ----
+
+std::unique_ptr<Solver> Solver::Create(const SolverParameter& param, const SolverOptions& options) {
+  SolverParameter upgraded = param;
+  UpgradeSolverAsNeeded(options.source ? options.source->path() : "solver", &upgraded);
+  return SolverRegistry::Create(upgraded, options);
+}
+
+std::vector<std::string> Solver::Types() { return SolverRegistry::Types(); }
+
+Solver::Solver(const SolverParameter& param, const SolverOptions& options)
+    : param_(param), options_(options) {
+  LOG(INFO) << "Initializing solver from parameters: \n" << param_.DebugString();
+  if (param_.average_loss() < 1)
+    throw ConfigError(ErrorAt("average_loss") +
+                      StrCat("average_loss must be >= 1, got ", param_.average_loss()));
+  if (param_.iter_size() < 1)
+    throw ConfigError(ErrorAt("iter_size") +
+                      StrCat("iter_size must be >= 1, got ", param_.iter_size()));
+  if (param_.snapshot() < 0)
+    throw ConfigError(ErrorAt("snapshot") +
+                      StrCat("snapshot must be >= 0, got ", param_.snapshot()));
+  if (param_.snapshot() > 0) {
+    if (!param_.has_snapshot_prefix())
+      throw ConfigError(ErrorAt("snapshot") +
+                        "snapshot is set but snapshot_prefix is not; set snapshot_prefix");
+    // Probe now rather than fail after hours of training.
+    const std::string probe = SnapshotFilename(".tempfile");
+    std::ofstream out(probe);
+    if (!out.good())
+      CREMA_THROW_RUNTIME("cannot write to snapshot_prefix \"", param_.snapshot_prefix(),
+                          "\" (tried ", probe, "); make sure the directory exists and is writable");
+    out.close();
+    std::error_code ec;
+    fs::remove(probe, ec);
+  }
+  if (param_.random_seed() >= 0) SetRandomSeed(param_.random_seed());
+  InitTrainNet();
+  InitTestNets();
+  LOG(INFO) << "Solver scaffolding done.";
+  iter_ = 0;
+  current_step_ = 0;
+}
+
+Solver::~Solver() = default;
+
+std::string Solver::ErrorAt(const std::string& field) const {
+  return Where(options_.source, param_, field);
+}
+
+void Solver::InitTrainNet() {
+  const int num_train_nets = param_.has_net() + param_.has_net_param() + param_.has_train_net() +
+                             param_.has_train_net_param();
+  if (num_train_nets != 1) {
+    std::vector<std::string> given;
+    if (param_.has_net()) given.push_back("net");
+    if (param_.has_net_param()) given.push_back("net_param");
+    if (param_.has_train_net()) given.push_back("train_net");
+    if (param_.has_train_net_param()) given.push_back("train_net_param");
+    throw ConfigError(ErrorAt(given.size() > 1 ? given[1] : "net") +
+                      "the train net must be given by exactly one of net, net_param, train_net, "
+                      "train_net_param; " +
+                      (given.empty() ? std::string("none is set") : "found " + Join(given)));
+  }
+  NetParameter net_param;
+  std::shared_ptr<const ProtoSource> source;
+  if (param_.has_train_net_param()) {
+    LOG(INFO) << "Creating training net specified in train_net_param.";
+    net_param.CopyFrom(param_.train_net_param());
+  } else if (param_.has_train_net()) {
+    const std::string path = Resolve(options_.base_dir, param_.train_net());
+    LOG(INFO) << "Creating training net from train_net file: " << path;
+    source = ReadNetParamsFromTextFile(path, &net_param);
+  } else if (param_.has_net_param()) {
+    LOG(INFO) << "Creating training net specified in net_param.";
+    net_param.CopyFrom(param_.net_param());
+  } else {
+    const std::string path = Resolve(options_.base_dir, param_.net());
+    LOG(INFO) << "Creating training net from net file: " << path;
+    source = ReadNetParamsFromTextFile(path, &net_param);
+  }
+  // Precedence, lowest first: the solver's default (TRAIN), the net's own state, train_state.
+  NetState state;
+  state.set_phase(TRAIN);
+  state.MergeFrom(net_param.state());
+  state.MergeFrom(param_.train_state());
+  *net_param.mutable_state() = state;
+  NetOptions net_options;
+  net_options.device = options_.device;
+  net_options.override_state = true;
+  net_options.state = state;
+  net_options.source = source;
+  net_ = std::make_unique<Net>(net_param, net_options);
+  net_->set_debug_info(param_.debug_info());
+  for (const std::string& weights : param_.weights()) {
+    for (const std::string& file : SplitCommas(weights)) {
+      // As given (Caffe: the cwd), unless it only exists beside the solver's base_dir.
+      std::string path = file;
+      std::error_code ec;
+      const std::string beside = Resolve(options_.base_dir, file);
+      if (!fs::exists(path, ec) && fs::exists(beside, ec)) path = beside;
+      LOG(INFO) << "Loading weights " << path << " into the train net";
+      net_->CopyTrainedLayersFrom(path);
+    }
+  }
+}
+
+void Solver::InitTestNets() {
+  const bool has_net_param = param_.has_net_param();
+  const bool has_net_file = param_.has_net();
+  const int num_generic_nets = has_net_param + has_net_file;
+  const int num_test_net_params = param_.test_net_param_size();
+  const int num_test_net_files = param_.test_net_size();
+  const int num_test_nets = num_test_net_params + num_test_net_files;
+  if (num_generic_nets > 1)
+    throw ConfigError(ErrorAt("net_param") + "net and net_param may not both be given");
+  // With a generic net (net / net_param), every test_iter beyond the explicit test nets adds one
+  // more test instance of it; otherwise test_iter must match the test nets one to one.
+  if (num_generic_nets ? param_.test_iter_size() < num_test_nets
+                       : param_.test_iter_size() != num_test_nets)
+    throw ConfigError(ErrorAt("test_iter") +
+                      StrCat("test_iter must be given once per test net: ", num_test_nets,
+                             " test net(s) but ", param_.test_iter_size(), " test_iter value(s)"));
+  const int num_generic_instances = param_.test_iter_size() - num_test_nets;
+  const int num_instances = num_test_nets + num_generic_instances;
+  if (param_.test_state_size() && param_.test_state_size() != num_instances)
+    throw ConfigError(ErrorAt("test_state") +
+                      StrCat("test_state must be unspecified or given once per test net (",
+                             num_instances, "), got ", param_.test_state_size()));
+  if (num_instances && param_.test_interval() <= 0)
+    throw ConfigError(
+        ErrorAt("test_interval") +
+        StrCat("test_interval must be > 0 when there are test nets, got ", param_.test_interval()));
+  for (int i = 0; i < param_.test_iter_size(); ++i)
+    if (param_.test_iter(i) < 0)
+      throw ConfigError(ErrorAt(StrCat("test_iter[", i, "]")) +
+                        StrCat("test_iter must be >= 0, got ", param_.test_iter(i)));
+
+  std::vector<std::string> descriptions(num_instances);
+  std::vector<NetParameter> net_params(num_instances);
+  std::vector<std::shared_ptr<const ProtoSource>> sources(num_instances);
+  int id = 0;
+  for (int i = 0; i < num_test_net_params; ++i, ++id) {
+    descriptions[id] = "test_net_param";
+    net_params[id].CopyFrom(param_.test_net_param(i));
+  }
+  for (int i = 0; i < num_test_net_files; ++i, ++id) {
+    const std::string path = Resolve(options_.base_dir, param_.test_net(i));
+    descriptions[id] = "test_net file: " + path;
+    sources[id] = ReadNetParamsFromTextFile(path, &net_params[id]);
+  }
+  if (num_generic_instances > 0) {
+    NetParameter generic;
+    std::shared_ptr<const ProtoSource> source;
+    std::string description;
+    if (has_net_param) {
+      generic.CopyFrom(param_.net_param());
+      description = "net_param";
+    } else {
+      const std::string path = Resolve(options_.base_dir, param_.net());
+      source = ReadNetParamsFromTextFile(path, &generic);
+      description = "net file: " + path;
+    }
+    for (int i = 0; i < num_generic_instances; ++i, ++id) {
+      descriptions[id] = description;
+      net_params[id] = generic;
+      sources[id] = source;
+    }
+  }
+  test_nets_.clear();
+  for (int i = 0; i < num_instances; ++i) {
+    // Precedence, lowest first: TEST, the net's own state, test_state[i].
+    NetState state;
+    state.set_phase(TEST);
+    state.MergeFrom(net_params[i].state());
+    if (param_.test_state_size()) state.MergeFrom(param_.test_state(i));
+    *net_params[i].mutable_state() = state;
+    LOG(INFO) << "Creating test net (#" << i << ") specified by " << descriptions[i];
+    NetOptions net_options;
+    net_options.device = options_.device;
+    net_options.override_state = true;
+    net_options.state = state;
+    net_options.source = sources[i];
+    auto net = std::make_unique<Net>(net_params[i], net_options);
+    net->set_debug_info(param_.debug_info());
+    for (const std::string& weights : param_.weights()) {
+      for (const std::string& file : SplitCommas(weights)) {
+        std::string path = file;
+        std::error_code ec;
+        const std::string beside = Resolve(options_.base_dir, file);
+        if (!fs::exists(path, ec) && fs::exists(beside, ec)) path = beside;
+        net->CopyTrainedLayersFrom(path);
+      }
+    }
+    net->ShareTrainedLayersWith(*net_);
+    test_nets_.push_back(std::move(net));
+  }
+}
+
+// ---- the training loop ----
+
+Solver::Action Solver::GetRequestedAction() const {
+  return action_function_ ? action_function_() : Action::kNone;
+}
+
+void Solver::Step(int iters) {
+  const int start_iter = iter_;
+  const int stop_iter = iter_ + iters;
+  const int average_loss = param_.average_loss();
+  losses_.clear();
+  smoothed_loss_ = 0;
+  auto timer = Clock::now();
+  int iterations_last = iter_;
+
+  while (iter_ < stop_iter) {
+    net_->ClearParamDiffs();
+    if (param_.test_interval() && iter_ % param_.test_interval() == 0 &&
+        (iter_ > 0 || param_.test_initialization())) {
+      TestAll();
+      if (requested_early_exit_) break;  // stop requested while testing
+    }
+    const bool display = param_.display() && iter_ % param_.display() == 0;
+    net_->set_debug_info(display && param_.debug_info());
+    // Accumulate gradients over iter_size forward/backward passes; the loss is their mean.
+    double loss = 0;
+    for (int i = 0; i < param_.iter_size(); ++i) loss += net_->ForwardBackward();
+    loss /= param_.iter_size();
+    UpdateSmoothedLoss(loss, start_iter, average_loss);
+    if (display) {
+      const double lapse = SecondsSince(timer);
+      const double per_s = (iter_ - iterations_last) / (lapse > 0 ? lapse : 1);
+      LOG(INFO) << "Iteration " << iter_ << " (" << per_s << " iter/s, " << lapse << "s/"
+                << param_.display() << " iters), loss = " << smoothed_loss_;
+      timer = Clock::now();
+      iterations_last = iter_;
+      const BlobVec& result = net_->output_blobs();
+      int score_index = 0;
+      for (size_t j = 0; j < result.size(); ++j) {
+        const int blob_index = net_->output_blob_indices()[j];
+        const std::string& output_name = net_->blob_names()[blob_index];
+        const double loss_weight = net_->blob_loss_weights()[blob_index];
+        for (int64_t k = 0; k < result[j]->count(); ++k) {
+          const double value = result[j]->data_at(k);
+          std::ostringstream loss_msg;
+          if (loss_weight)
+            loss_msg << " (* " << loss_weight << " = " << loss_weight * value << " loss)";
+          LOG(INFO) << "    Train net output #" << score_index++ << ": " << output_name << " = "
+                    << value << loss_msg.str();
+        }
+      }
+    }
+    ApplyUpdate();
+    // iter_ counts the updates applied so far.
+    ++iter_;
+    for (const auto& callback : iteration_callbacks_) callback(*this);
+
+    const Action request = GetRequestedAction();
+    if ((param_.snapshot() && iter_ % param_.snapshot() == 0) || request == Action::kSnapshot)
+      Snapshot();
+    if (request == Action::kStop) {
+      requested_early_exit_ = true;
+      break;
+    }
+  }
+}
+
+void Solver::Solve(const std::string& resume_file) {
+  LOG(INFO) << "Solving " << net_->name();
+  LOG(INFO) << "Learning Rate Policy: " << param_.lr_policy();
+  requested_early_exit_ = false;
+  if (!resume_file.empty()) {
+    LOG(INFO) << "Restoring previous solver status from " << resume_file;
+    Restore(resume_file);
+  }
+  const int start_iter = iter_;
+  Step(param_.max_iter() - iter_);
+  // The final snapshot, unless the loop just wrote one (or snapshot_after_train is false).
+  if (param_.snapshot_after_train() && (!param_.snapshot() || iter_ % param_.snapshot() != 0))
+    Snapshot();
+  if (requested_early_exit_) {
+    LOG(INFO) << "Optimization stopped early.";
+    return;
+  }
+  // One more forward pass of the train net (the weights were updated max_iter times already) to
+  // display the final loss, then the final test, as Caffe does.
+  if (param_.display() && iter_ % param_.display() == 0) {
+    const double loss = net_->Forward();
+    UpdateSmoothedLoss(loss, start_iter, param_.average_loss());
+    LOG(INFO) << "Iteration " << iter_ << ", loss = " << smoothed_loss_;
+  }
+  if (param_.test_interval() && iter_ % param_.test_interval() == 0) TestAll();
+  LOG(INFO) << "Optimization Done.";
+}
+
+void Solver::UpdateSmoothedLoss(double loss, int start_iter, int average_loss) {
+  if (static_cast<int>(losses_.size()) < average_loss) {
+    losses_.push_back(loss);
+    const int size = static_cast<int>(losses_.size());
+    smoothed_loss_ = (smoothed_loss_ * (size - 1) + loss) / size;
+  } else {
+    const int index = (iter_ - start_iter) % average_loss;
+    smoothed_loss_ += (loss - losses_[index]) / average_loss;
+    losses_[index] = loss;
+  }
+}
+
+// ---- testing ----
+
+std::vector<std::vector<std::pair<std::string, double>>> Solver::TestAll() {
+  std::vector<std::vector<std::pair<std::string, double>>> all(test_nets_.size());
+  for (size_t id = 0; id < test_nets_.size() && !requested_early_exit_; ++id)
+    TestNet(static_cast<int>(id), &all[id]);
+  last_test_scores_ = all;
+  last_test_iter_ = iter_;
+  return all;
+}
+
+void Solver::TestNet(int test_net_id, std::vector<std::pair<std::string, double>>* scores) {
+  LOG(INFO) << "Iteration " << iter_ << ", Testing net (#" << test_net_id << ")";
+  Net& test_net = *test_nets_[test_net_id];
+  test_net.ShareTrainedLayersWith(*net_);
+  const int test_iter = param_.test_iter(test_net_id);
+  std::vector<double> test_score;
+  std::vector<int> test_score_output_id;
+  double loss = 0;
+  for (int i = 0; i < test_iter; ++i) {
+    for (Action request = GetRequestedAction(); request != Action::kNone;
+         request = GetRequestedAction()) {
+      if (request == Action::kSnapshot) Snapshot();
+      if (request == Action::kStop) requested_early_exit_ = true;
+    }
+    if (requested_early_exit_) break;
+    const double iter_loss = test_net.Forward();
+    if (param_.test_compute_loss()) loss += iter_loss;
+    const BlobVec& result = test_net.output_blobs();
+    size_t index = 0;
+    for (size_t j = 0; j < result.size(); ++j) {
+      for (int64_t k = 0; k < result[j]->count(); ++k, ++index) {
+        if (i == 0) {
+          test_score.push_back(result[j]->data_at(k));
+          test_score_output_id.push_back(static_cast<int>(j));
+        } else {
+          test_score[index] += result[j]->data_at(k);
+        }
+      }
+    }
+  }
+  if (requested_early_exit_) {
+    LOG(INFO) << "Test interrupted.";
+    return;
+  }
+  if (param_.test_compute_loss()) {
+    loss /= test_iter;
+    LOG(INFO) << "Test loss: " << loss;
+  }
+  scores->clear();
+  for (size_t i = 0; i < test_score.size(); ++i) {
+    const int blob_index = test_net.output_blob_indices()[test_score_output_id[i]];
+    const std::string& output_name = test_net.blob_names()[blob_index];
+    const double loss_weight = test_net.blob_loss_weights()[blob_index];
+    const double mean_score = test_score[i] / test_iter;
+    scores->emplace_back(output_name, mean_score);
+    std::ostringstream loss_msg;
+    if (loss_weight)
+      loss_msg << " (* " << loss_weight << " = " << loss_weight * mean_score << " loss)";
+    LOG(INFO) << "    Test net output #" << i << ": " << output_name << " = " << mean_score
+              << loss_msg.str();
+  }
+}
+
+// ---- learning rate ----
+
+double Solver::GetLearningRate() const {
+  const std::string& policy = param_.lr_policy();
+  const double base_lr = param_.base_lr();
+  const double gamma = param_.gamma();
+  const double power = param_.power();
+  auto require_gamma = [&] {
+    if (param_.gamma() < 0)
+      throw ConfigError(ErrorAt("gamma") + StrCat("gamma must be >= 0 for lr_policy \"", policy,
+                                                  "\", got ", param_.gamma()));
+  };
+  auto require_stepsize = [&] {
+    if (param_.stepsize() <= 0)
+      throw ConfigError(ErrorAt("stepsize") + StrCat("stepsize must be > 0 for lr_policy \"",
+                                                     policy, "\", got ", param_.stepsize()));
+  };
+  if (policy == "fixed") return base_lr;
+  if (policy == "step") {
+    require_stepsize();
+    require_gamma();
+    return base_lr * std::pow(gamma, iter_ / param_.stepsize());
+  }
+  if (policy == "exp") {
+    require_gamma();
+    return base_lr * std::pow(gamma, iter_);
+  }
+  if (policy == "inv") {
+    require_gamma();
+    return base_lr * std::pow(1.0 + gamma * iter_, -power);
+  }
+  if (policy == "multistep") {
+    require_gamma();
+    // Caffe advances current_step at most once per iteration, when iter reaches the next
+    // stepvalue; the solver commits that advance after the update (SGDSolver).
+    int step = current_step_;
+    if (step < param_.stepvalue_size() && iter_ >= param_.stepvalue(step)) ++step;
+    return base_lr * std::pow(gamma, step);
+  }
+  if (policy == "poly") {
+    if (param_.max_iter() <= 0)
+      throw ConfigError(
+          ErrorAt("max_iter") +
+          StrCat("max_iter must be > 0 for lr_policy \"poly\", got ", param_.max_iter()));
+    return base_lr * std::pow(1.0 - static_cast<double>(iter_) / param_.max_iter(), power);
+  }
+  if (policy == "sigmoid") {
+    require_gamma();
+    require_stepsize();
+    return base_lr *
+           (1.0 / (1.0 + std::exp(-gamma * (static_cast<double>(iter_) - param_.stepsize()))));
+  }
+  throw ConfigError(ErrorAt("lr_policy") +
+                    (policy.empty()
+                         ? std::string("lr_policy is not set")
+                         : "lr_policy: unknown learning rate policy \"" + policy + "\"") +
+                    "; expected one of fixed, step, exp, inv, multistep, poly, sigmoid");
+}
+
+// ---- snapshots ----
+
+std::string Solver::SnapshotFilename(const std::string& extension) const {
+  return param_.snapshot_prefix() + "_iter_" + std::to_string(iter_) + extension;
+}
+
+std::string Solver::Snapshot() {
+  std::string model_filename;
+  if (param_.snapshot_format() == SolverParameter::HDF5) {
+    model_filename = SnapshotFilename(".caffemodel.h5");
+    LOG(INFO) << "Snapshotting to HDF5 file " << model_filename;
+    // Written beside and renamed, so a crash never leaves a truncated snapshot behind.
+    const std::string temp = model_filename + ".tmp";
+    net_->ToHDF5(temp, param_.snapshot_diff());
+    std::error_code ec;
+    fs::rename(temp, model_filename, ec);
+    if (ec) CREMA_THROW_RUNTIME("cannot rename ", temp, " to ", model_filename, ": ", ec.message());
+  } else {
+    model_filename = SnapshotFilename(".caffemodel");
+    LOG(INFO) << "Snapshotting to binary proto file " << model_filename;
+    NetParameter net_param;
+    net_->ToProto(&net_param, param_.snapshot_diff());
+    WriteBinaryProto(net_param, model_filename);
+  }
+  SnapshotSolverState(model_filename);
+  return model_filename;
+}
+
+void Solver::Restore(const std::string& state_file) {
+  const bool hdf5 =
+      state_file.size() >= 3 && state_file.compare(state_file.size() - 3, 3, ".h5") == 0;
+  if (hdf5)
+    RestoreSolverStateFromHDF5(state_file);
+  else
+    RestoreSolverStateFromBinaryProto(state_file);
+}
+
+}  // namespace crema

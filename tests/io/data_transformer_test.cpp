@@ -1,0 +1,234 @@
+#include "io/data_transformer.hpp"
+
+#include <google/protobuf/text_format.h>
+#include <gtest/gtest.h>
+
+#include <fstream>
+#include <random>
+#include <string>
+#include <vector>
+
+#include "crema/error.hpp"
+#include "support/reference.hpp"
+
+namespace crema {
+namespace {
+
+constexpr int kC = 3, kH = 6, kW = 7;
+
+// Pixel value of (c, h, w) in the synthetic image.
+int Pixel(int c, int h, int w) { return (c * 50 + h * 9 + w * 2 + 1) % 256; }
+
+Datum MakeDatum(bool as_float = false) {
+  Datum datum;
+  datum.set_channels(kC);
+  datum.set_height(kH);
+  datum.set_width(kW);
+  std::string bytes;
+  for (int c = 0; c < kC; ++c)
+    for (int h = 0; h < kH; ++h)
+      for (int w = 0; w < kW; ++w) {
+        if (as_float)
+          datum.add_float_data(Pixel(c, h, w) + 0.25f);
+        else
+          bytes.push_back(static_cast<char>(Pixel(c, h, w)));
+      }
+  if (!as_float) datum.set_data(bytes);
+  datum.set_label(4);
+  return datum;
+}
+
+TransformationParameter Param(const std::string& text) {
+  TransformationParameter param;
+  EXPECT_TRUE(google::protobuf::TextFormat::ParseFromString(text, &param)) << text;
+  return param;
+}
+
+template <typename T>
+std::vector<T> TransformAll(DataTransformer* t, const Datum& datum) {
+  const std::vector<int> shape = t->InferBlobShape(datum);
+  std::vector<T> out(static_cast<size_t>(shape[1]) * shape[2] * shape[3], T(-999));
+  t->Transform(datum, out.data());
+  return out;
+}
+
+TEST(DataTransformerTest, ScaleFloatAndDouble) {
+  DataTransformer t(Param("scale: 0.00390625"), TEST);
+  const Datum datum = MakeDatum();
+  EXPECT_EQ(t.InferBlobShape(datum), (std::vector<int>{1, kC, kH, kW}));
+  EXPECT_FALSE(t.NeedsRandom());
+  const auto f = TransformAll<float>(&t, datum);
+  const auto d = TransformAll<double>(&t, datum);
+  for (int c = 0, i = 0; c < kC; ++c)
+    for (int h = 0; h < kH; ++h)
+      for (int w = 0; w < kW; ++w, ++i) {
+        EXPECT_EQ(f[i], static_cast<float>(Pixel(c, h, w)) * 0.00390625f);
+        EXPECT_EQ(d[i], static_cast<double>(Pixel(c, h, w)) * static_cast<double>(0.00390625f));
+      }
+}
+
+TEST(DataTransformerTest, FloatDataAndMeanValues) {
+  DataTransformer one(Param("mean_value: 10 scale: 2"), TEST);
+  DataTransformer per_channel(Param("mean_value: 10 mean_value: 20 mean_value: 30"), TEST);
+  const Datum datum = MakeDatum(/*as_float=*/true);
+  const auto a = TransformAll<float>(&one, datum);
+  const auto b = TransformAll<float>(&per_channel, datum);
+  for (int c = 0, i = 0; c < kC; ++c)
+    for (int h = 0; h < kH; ++h)
+      for (int w = 0; w < kW; ++w, ++i) {
+        const float pixel = Pixel(c, h, w) + 0.25f;
+        EXPECT_EQ(a[i], (pixel - 10.0f) * 2.0f);
+        EXPECT_EQ(b[i], pixel - 10.0f * (c + 1));
+      }
+}
+
+TEST(DataTransformerTest, CenterCropWithMeanFileInTest) {
+  // The mean is indexed at the uncropped position, as Caffe.
+  BlobProto mean;
+  mean.set_num(1);
+  mean.set_channels(kC);
+  mean.set_height(kH);
+  mean.set_width(kW);
+  for (int i = 0; i < kC * kH * kW; ++i) mean.add_data(0.5f * i);
+  const std::string path = testing::TempDir() + "/mean.binaryproto";
+  std::ofstream(path, std::ios::binary) << mean.SerializeAsString();
+  DataTransformer t(Param("crop_size: 4 scale: 0.5 mean_file: '" + path + "'"), TEST);
+  const Datum datum = MakeDatum();
+  EXPECT_EQ(t.InferBlobShape(datum), (std::vector<int>{1, kC, 4, 4}));
+  const auto out = TransformAll<float>(&t, datum);
+  const int h_off = (kH - 4) / 2, w_off = (kW - 4) / 2;  // 1, 1
+  for (int c = 0, i = 0; c < kC; ++c)
+    for (int h = 0; h < 4; ++h)
+      for (int w = 0; w < 4; ++w, ++i) {
+        const int src = (c * kH + h + h_off) * kW + w + w_off;
+        EXPECT_EQ(out[i], (Pixel(c, h + h_off, w + w_off) - 0.5f * src) * 0.5f);
+      }
+}
+
+// TRAIN: the draws are Caffe's: mirror = r() % 2, then h_off = r() % (H - crop + 1), then w_off.
+TEST(DataTransformerTest, RandomCropAndMirrorFollowCaffesDraws) {
+  DataTransformer t(Param("crop_size: 3 mirror: true"), TRAIN);
+  ASSERT_TRUE(t.NeedsRandom());
+  t.InitRand(1701);
+  std::mt19937 expected_rng(1701);
+  const Datum datum = MakeDatum();
+  int mirrored = 0;
+  for (int trial = 0; trial < 40; ++trial) {
+    const bool mirror = expected_rng() % 2 != 0;
+    const int h_off = static_cast<int>(expected_rng() % (kH - 3 + 1));
+    const int w_off = static_cast<int>(expected_rng() % (kW - 3 + 1));
+    mirrored += mirror;
+    const auto out = TransformAll<float>(&t, datum);
+    for (int c = 0; c < kC; ++c)
+      for (int h = 0; h < 3; ++h)
+        for (int w = 0; w < 3; ++w) {
+          const int top = (c * 3 + h) * 3 + (mirror ? 2 - w : w);
+          ASSERT_EQ(out[top], Pixel(c, h + h_off, w + w_off)) << "trial " << trial;
+        }
+  }
+  EXPECT_GT(mirrored, 5);
+  EXPECT_LT(mirrored, 35);
+}
+
+TEST(DataTransformerTest, MirrorIsRandomInTestToo) {
+  // Caffe draws the mirror in both phases; only the crop is centred in TEST.
+  DataTransformer t(Param("mirror: true"), TEST);
+  ASSERT_TRUE(t.NeedsRandom());
+  t.InitRand(7);
+  std::mt19937 expected_rng(7);
+  const Datum datum = MakeDatum();
+  for (int trial = 0; trial < 10; ++trial) {
+    const bool mirror = expected_rng() % 2 != 0;
+    const auto out = TransformAll<float>(&t, datum);
+    EXPECT_EQ(out[0], Pixel(0, 0, mirror ? kW - 1 : 0));
+  }
+  DataTransformer crop_only(Param("crop_size: 2"), TEST);
+  EXPECT_FALSE(crop_only.NeedsRandom());
+}
+
+TEST(DataTransformerTest, BlobSlice) {
+  DataTransformer t(Param("scale: 2"), TEST);
+  const Datum datum = MakeDatum();
+  Blob blob(std::vector<int>{2, kC, kH, kW}, DataType::kFloat64);
+  blob.SetDataZero();
+  t.Transform(datum, &blob, 1, "record 'k'");
+  EXPECT_EQ(blob.data_at(0), 0.0);
+  EXPECT_EQ(blob.data_at(blob.offset(1)), 2.0 * Pixel(0, 0, 0));
+  EXPECT_EQ(blob.data_at(blob.count() - 1), 2.0 * Pixel(kC - 1, kH - 1, kW - 1));
+  Blob wrong(std::vector<int>{2, kC, kH, kW + 1});
+  try {
+    t.Transform(datum, &wrong, 0, "record 'k'");
+    FAIL() << "no error";
+  } catch (const RuntimeError& e) {
+    EXPECT_NE(std::string(e.what()).find("record 'k'"), std::string::npos) << e.what();
+  }
+}
+
+TEST(DataTransformerTest, ParameterErrors) {
+  EXPECT_THROW(DataTransformer(Param("mean_file: 'm' mean_value: 1"), TEST), ConfigError);
+  EXPECT_THROW(DataTransformer(Param("force_color: true force_gray: true"), TEST), ConfigError);
+  EXPECT_THROW(DataTransformer(Param("mean_file: '/nonexistent/mean.binaryproto'"), TEST),
+               RuntimeError);
+  const Datum datum = MakeDatum();
+  DataTransformer big_crop(Param("crop_size: 7"), TEST);  // H is 6
+  EXPECT_THROW(big_crop.InferBlobShape(datum), ConfigError);
+  DataTransformer two_means(Param("mean_value: 1 mean_value: 2"), TEST);  // 3 channels
+  EXPECT_THROW(two_means.InferBlobShape(datum), ConfigError);
+
+  BlobProto mean;
+  mean.mutable_shape()->add_dim(1);
+  mean.mutable_shape()->add_dim(1);
+  mean.mutable_shape()->add_dim(kH);
+  mean.mutable_shape()->add_dim(kW);
+  for (int i = 0; i < kH * kW; ++i) mean.add_data(1);
+  const std::string path = testing::TempDir() + "/mean.binaryproto";
+  std::ofstream(path, std::ios::binary) << mean.SerializeAsString();
+  DataTransformer wrong_mean(Param("mean_file: '" + path + "'"), TEST);
+  try {
+    wrong_mean.InferBlobShape(datum);
+    FAIL() << "no error";
+  } catch (const ConfigError& e) {
+    EXPECT_NE(std::string(e.what()).find("1 x 6 x 7"), std::string::npos) << e.what();
+  }
+}
+
+TEST(DataTransformerTest, CorruptRecords) {
+  DataTransformer t(Param(""), TEST);
+  Datum truncated = MakeDatum();
+  truncated.mutable_data()->resize(10);
+  try {
+    TransformAll<float>(&t, truncated);
+    FAIL() << "no error";
+  } catch (const RuntimeError& e) {
+    EXPECT_NE(std::string(e.what()).find("record"), std::string::npos) << e.what();
+  }
+  try {
+    t.InferBlobShape(Datum(), "record '00000042' of 'db'");
+    FAIL() << "no error";
+  } catch (const RuntimeError& e) {
+    EXPECT_NE(std::string(e.what()).find("00000042"), std::string::npos) << e.what();
+  }
+  Datum parsed;
+  try {
+    ParseDatum("\xff\xff\xff", &parsed, "record 'x7'");
+    FAIL() << "no error";
+  } catch (const RuntimeError& e) {
+    EXPECT_NE(std::string(e.what()).find("x7"), std::string::npos) << e.what();
+  }
+  Datum encoded;
+  encoded.set_encoded(true);
+  encoded.set_data("not an image");
+#ifdef CREMA_WITH_OPENCV
+  EXPECT_THROW(t.InferBlobShape(encoded, "record 'e'"), RuntimeError);
+#else
+  try {
+    t.InferBlobShape(encoded, "record 'e'");
+    FAIL() << "no error";
+  } catch (const RuntimeError& e) {
+    EXPECT_NE(std::string(e.what()).find("without OpenCV"), std::string::npos) << e.what();
+  }
+#endif
+}
+
+}  // namespace
+}  // namespace crema

@@ -1,0 +1,215 @@
+// crema: the command-line front end. `crema VERB [flags]`; `crema --help`, `crema VERB --help`.
+#include <unistd.h>
+
+#include <algorithm>
+#include <cctype>
+#include <cstdio>
+#include <cstdlib>
+#include <cstring>
+#include <map>
+#include <set>
+#include <string>
+#include <vector>
+
+#include <gflags/gflags.h>
+#include <glog/logging.h>
+
+#include "crema/error.hpp"
+#include "crema/version.hpp"
+#include "math/blas_setup.hpp"
+#include "verb.hpp"
+
+namespace crema::cli {
+namespace {
+
+std::vector<Verb>& VerbTable() {
+  static auto* verbs = new std::vector<Verb>();
+  return *verbs;
+}
+
+const Verb* FindVerb(const std::string& name) {
+  for (const Verb& v : Verbs()) {
+    if (name == v.name) return &v;
+    // Caffe's tools use underscores (convert_mnist); accept both spellings.
+    std::string alt = name;
+    for (char& c : alt) c = c == '_' ? '-' : c;
+    if (alt == v.name) return &v;
+  }
+  return nullptr;
+}
+
+void PrintMainHelp() {
+  std::printf(
+      "crema %s: declarative deep learning, file-compatible with Caffe.\n\n"
+      "usage: crema VERB [flags]\n\nverbs:\n",
+      VersionString());
+  for (const Verb& v : Verbs()) std::printf("  %-18s %s\n", v.name, v.summary);
+  std::printf(
+      "\n`crema VERB --help` explains a verb's flags. Common flags: --log_dir, --v (glog).\n"
+      "Exit codes: 0 success, 1 runtime error (missing file, no GPU), 2 usage or config error.\n");
+}
+
+void PrintVerbHelp(const Verb& verb) {
+  std::printf("crema %s: %s\n\nusage: %s\n", verb.name, verb.summary, verb.usage);
+  if (!verb.flags.empty()) std::printf("\nflags:\n");
+  for (const std::string& name : verb.flags) {
+    gflags::CommandLineFlagInfo info;
+    if (!gflags::GetCommandLineFlagInfo(name.c_str(), &info)) continue;
+    std::printf("  --%s (%s, default \"%s\")\n      %s\n", info.name.c_str(), info.type.c_str(),
+                info.default_value.c_str(), info.description.c_str());
+  }
+}
+
+// A crema flag (defined under tools/) set on the command line but not read by the verb.
+void CheckUnusedFlags(const Verb& verb) {
+  std::set<std::string> accepted(verb.flags.begin(), verb.flags.end());
+  std::vector<gflags::CommandLineFlagInfo> all;
+  gflags::GetAllFlags(&all);
+  for (const auto& info : all) {
+    if (info.is_default || accepted.count(info.name)) continue;
+    if (info.filename.find("tools/") == std::string::npos) continue;  // glog's own flags
+    CREMA_THROW_CONFIG("--", info.name, " is not a flag of `crema ", verb.name,
+                       "` (crema ", verb.name, " --help lists its flags)");
+  }
+}
+
+// Re-executes crema with OPENBLAS_CORETYPE set when OpenBLAS picked generic kernels.
+void FixOpenBlas(char** argv) {
+  const char* opt = std::getenv("CREMA_OPENBLAS_FIX");
+  if (opt != nullptr && std::strcmp(opt, "0") == 0) return;
+  const std::string better = BetterOpenBlasCoreType();
+  if (better.empty()) return;
+  std::fprintf(stderr,
+               "crema: OpenBLAS chose its generic '%s' kernels for this CPU; restarting with "
+               "OPENBLAS_CORETYPE=%s (set CREMA_OPENBLAS_FIX=0 to keep them)\n",
+               OpenBlasCoreName().c_str(), better.c_str());
+  setenv("OPENBLAS_CORETYPE", better.c_str(), 1);
+  execv("/proc/self/exe", argv);
+  std::fprintf(stderr, "crema: restart failed (%s); continuing with the generic kernels\n",
+               std::strerror(errno));
+}
+
+// gflags keeps only the last value of a repeated flag; list flags (--input a=x --input b=y)
+// are joined with commas instead, which their verbs split.
+std::vector<std::string> MergeRepeatedListFlags(const std::vector<std::string>& args) {
+  static const std::set<std::string> kListFlags = {"input"};
+  std::vector<std::string> out;
+  std::map<std::string, size_t> position;  // flag -> index in `out` of its "--flag=value"
+  for (size_t i = 0; i < args.size(); ++i) {
+    const std::string& arg = args[i];
+    if (arg == "--") {
+      out.insert(out.end(), args.begin() + static_cast<long>(i), args.end());
+      break;
+    }
+    const size_t start = arg.rfind("--", 0) == 0 ? 2 : (arg.rfind('-', 0) == 0 ? 1 : 0);
+    const std::string body = arg.substr(start);
+    const std::string name = body.substr(0, body.find('='));
+    if (start == 0 || !kListFlags.count(name)) {
+      out.push_back(arg);
+      continue;
+    }
+    std::string value;
+    if (body.find('=') != std::string::npos) {
+      value = body.substr(body.find('=') + 1);
+    } else if (i + 1 < args.size()) {
+      value = args[++i];
+    }
+    auto it = position.find(name);
+    if (it == position.end()) {
+      position[name] = out.size();
+      out.push_back("--" + name + "=" + value);
+    } else {
+      out[it->second] += "," + value;
+    }
+  }
+  return out;
+}
+
+}  // namespace
+
+void RegisterVerb(const Verb& verb) { VerbTable().push_back(verb); }
+const std::vector<Verb>& Verbs() { return VerbTable(); }
+
+}  // namespace crema::cli
+
+int main(int argc, char** argv) {
+  using namespace crema::cli;
+  FixOpenBlas(argv);
+  if (argc < 2 || std::strcmp(argv[1], "--help") == 0 || std::strcmp(argv[1], "-help") == 0 ||
+      std::strcmp(argv[1], "-h") == 0 || std::strcmp(argv[1], "help") == 0) {
+    PrintMainHelp();
+    return argc < 2 ? 2 : 0;
+  }
+  if (std::strcmp(argv[1], "--version") == 0 || std::strcmp(argv[1], "version") == 0) {
+    std::printf("%s\n", crema::BuildInfo());
+    return 0;
+  }
+  const Verb* verb = FindVerb(argv[1]);
+  if (verb == nullptr) {
+    std::fprintf(stderr, "error: unknown verb \"%s\" (crema --help lists them)\n", argv[1]);
+    return 2;
+  }
+  for (int i = 2; i < argc; ++i) {
+    if (std::strcmp(argv[i], "--help") == 0 || std::strcmp(argv[i], "-help") == 0 ||
+        std::strcmp(argv[i], "-h") == 0) {
+      PrintVerbHelp(*verb);
+      return 0;
+    }
+  }
+  // Parse flags after the verb; gflags reports unknown flags and bad values itself (exit 1),
+  // so check the obvious cases first for a clearer message and exit code 2.
+  // Flag names may be spelled with dashes (--output-dir) or underscores (--output_dir).
+  std::vector<std::string> storage;
+  for (int i = 2; i < argc; ++i) {
+    std::string arg = argv[i];
+    if (arg.size() > 1 && arg[0] == '-' && arg != "--" && !std::isdigit(arg[1])) {
+      const size_t start = arg[1] == '-' ? 2 : 1;
+      const size_t end = std::min(arg.find('='), arg.size());
+      for (size_t c = start; c < end; ++c)
+        if (arg[c] == '-') arg[c] = '_';
+    }
+    storage.push_back(arg);
+  }
+  storage = MergeRepeatedListFlags(storage);
+  std::vector<char*> args;
+  args.push_back(argv[0]);
+  for (std::string& arg : storage) args.push_back(arg.data());
+  for (size_t i = 1; i < args.size(); ++i) {
+    if (args[i][0] != '-' || std::strcmp(args[i], "--") == 0 || std::isdigit(args[i][1])) continue;
+    std::string name = args[i] + (args[i][1] == '-' ? 2 : 1);
+    name = name.substr(0, name.find('='));
+    gflags::CommandLineFlagInfo info;
+    const bool negated = name.rfind("no", 0) == 0 &&
+                         gflags::GetCommandLineFlagInfo(name.substr(2).c_str(), &info) &&
+                         info.type == "bool";
+    if (!negated && !gflags::GetCommandLineFlagInfo(name.c_str(), &info)) {
+      std::fprintf(stderr, "error: unknown flag --%s for `crema %s` (crema %s --help)\n",
+                   name.c_str(), verb->name, verb->name);
+      return 2;
+    }
+  }
+  int parsed_argc = static_cast<int>(args.size());
+  char** parsed_argv = args.data();
+  gflags::SetUsageMessage(verb->usage);
+  gflags::ParseCommandLineFlags(&parsed_argc, &parsed_argv, true);
+  FLAGS_logtostderr = FLAGS_log_dir.empty();
+  FLAGS_colorlogtostderr = isatty(2) != 0;
+  google::InitGoogleLogging(argv[0]);
+  std::vector<std::string> positional(parsed_argv + 1, parsed_argv + parsed_argc);
+  try {
+    CheckUnusedFlags(*verb);
+    return verb->run(positional);
+  } catch (const crema::ConfigError& e) {
+    std::fprintf(stderr, "error: %s\n", e.what());
+    return 2;
+  } catch (const crema::RuntimeError& e) {
+    std::fprintf(stderr, "error: %s\n", e.what());
+    return 1;
+  } catch (const std::bad_alloc&) {
+    std::fprintf(stderr, "error: out of memory\n");
+    return 1;
+  } catch (const std::exception& e) {
+    std::fprintf(stderr, "error: %s\n", e.what());
+    return 1;
+  }
+}

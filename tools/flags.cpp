@@ -1,0 +1,76 @@
+#include "flags.hpp"
+
+#include <algorithm>
+#include <cctype>
+
+#include "crema/error.hpp"
+
+DEFINE_string(solver, "", "The solver definition protocol buffer text file.");
+DEFINE_string(model, "", "The model definition protocol buffer text file.");
+DEFINE_string(weights, "",
+              "Pretrained weights to initialise the net from: one or more .caffemodel (or "
+              ".caffemodel.h5) files separated by commas. Cannot be used with --snapshot.");
+DEFINE_string(snapshot, "", "A .solverstate to resume training from.");
+DEFINE_string(gpu, "",
+              "Run on GPU: a device id, e.g. --gpu 0, or 'all'. Empty (the default) runs on "
+              "the CPU.");
+DEFINE_int32(iterations, 50, "The number of iterations (batches) to run.");
+DEFINE_string(phase, "", "Network phase: TRAIN or TEST.");
+DEFINE_string(stage, "", "Network stages, separated by commas (NetState.stage).");
+DEFINE_int32(level, 0, "Network level (NetState.level).");
+DEFINE_bool(json, false, "Print machine-readable JSON instead of text.");
+DEFINE_string(output_dir, "", "The folder to write outputs into (created when missing).");
+DEFINE_string(backend, "lmdb", "The database backend: lmdb (leveldb where supported).");
+
+namespace crema::cli {
+
+std::vector<std::string> SplitList(const std::string& text, char separator) {
+  std::vector<std::string> parts;
+  std::string cur;
+  for (char c : text) {
+    if (c == separator) {
+      if (!cur.empty()) parts.push_back(cur);
+      cur.clear();
+    } else {
+      cur += c;
+    }
+  }
+  if (!cur.empty()) parts.push_back(cur);
+  return parts;
+}
+
+void RequireFlag(const char* name, const std::string& value) {
+  if (value.empty()) CREMA_THROW_CONFIG("--", name, " is required");
+}
+
+Device DeviceFromFlags() {
+  if (FLAGS_gpu.empty()) return Device::Cpu();
+  if (FLAGS_gpu == "all") {
+    if (CudaDeviceCount() == 0) CREMA_THROW_RUNTIME("--gpu all: no CUDA device is visible");
+    return Device::Cuda(0);
+  }
+  std::vector<std::string> ids = SplitList(FLAGS_gpu);
+  for (const std::string& id : ids)
+    if (id.empty() || !std::all_of(id.begin(), id.end(), ::isdigit))
+      CREMA_THROW_CONFIG("--gpu: expected a device id, a list of ids or 'all', got \"", FLAGS_gpu,
+                         "\"");
+  if (ids.size() > 1)
+    CREMA_THROW_CONFIG("--gpu ", FLAGS_gpu, ": training on several GPUs is not available yet; "
+                       "give one device id");
+  const int id = std::stoi(ids[0]);
+  SetCudaDevice(id);
+  return Device::Cuda(id);
+}
+
+Phase PhaseFromFlag(Phase fallback) {
+  if (FLAGS_phase.empty()) return fallback;
+  std::string p = FLAGS_phase;
+  std::transform(p.begin(), p.end(), p.begin(), ::toupper);
+  if (p == "TRAIN") return TRAIN;
+  if (p == "TEST") return TEST;
+  CREMA_THROW_CONFIG("--phase must be TRAIN or TEST, got \"", FLAGS_phase, "\"");
+}
+
+std::vector<std::string> StagesFromFlag() { return SplitList(FLAGS_stage); }
+
+}  // namespace crema::cli

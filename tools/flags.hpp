@@ -1,0 +1,37 @@
+#pragma once
+// Flags used by more than one verb (defined in flags.cpp).
+#include <string>
+#include <vector>
+
+#include <gflags/gflags.h>
+
+#include "crema/device.hpp"
+#include "crema/proto.hpp"
+
+DECLARE_string(solver);
+DECLARE_string(model);
+DECLARE_string(weights);
+DECLARE_string(snapshot);
+DECLARE_string(gpu);
+DECLARE_int32(iterations);
+DECLARE_string(phase);
+DECLARE_string(stage);
+DECLARE_int32(level);
+DECLARE_bool(json);
+DECLARE_string(output_dir);
+DECLARE_string(backend);
+
+namespace crema::cli {
+
+// --gpu "" -> CPU; "0" -> cuda:0; "all" -> every device (the first one, until multi-GPU);
+// ConfigError for anything else.
+Device DeviceFromFlags();
+// --phase TRAIN|TEST (case-insensitive); ConfigError otherwise. `fallback` when empty.
+Phase PhaseFromFlag(Phase fallback);
+// --stage a,b,c
+std::vector<std::string> StagesFromFlag();
+std::vector<std::string> SplitList(const std::string& text, char separator = ',');
+// ConfigError "--NAME is required" when the flag is empty.
+void RequireFlag(const char* name, const std::string& value);
+
+}  // namespace crema::cli

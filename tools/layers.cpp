@@ -1,0 +1,23 @@
+// crema layers: the registered layer types (the names a prototxt's `type:` may use).
+#include <cstdio>
+#include <string>
+#include <vector>
+
+#include "crema/layer_registry.hpp"
+#include "verb.hpp"
+
+namespace crema::cli {
+namespace {
+
+int RunLayers(const std::vector<std::string>& args) {
+  for (const std::string& type : LayerRegistry::Types()) std::printf("%s\n", type.c_str());
+  return 0;
+}
+
+}  // namespace
+}  // namespace crema::cli
+
+CREMA_REGISTER_VERB(layers, "layers", "list the registered layer types",
+                    "crema layers\n\nPrints every layer type this crema knows, one per line, in "
+                    "alphabetical order: the values a prototxt's `type:` field may take.",
+                    {}, &crema::cli::RunLayers);

@@ -1,0 +1,80 @@
+// crema test: scores a trained net (Caffe's `caffe test`): --iterations forward passes, each
+// output averaged over the passes.
+#include <glog/logging.h>
+
+#include <cstdio>
+#include <sstream>
+#include <string>
+#include <vector>
+
+#include "crema/net.hpp"
+#include "flags.hpp"
+#include "verb.hpp"
+
+namespace crema::cli {
+namespace {
+
+int RunTest(const std::vector<std::string>& args) {
+  RequireFlag("model", FLAGS_model);
+  RequireFlag("weights", FLAGS_weights);
+  if (FLAGS_iterations <= 0) CREMA_THROW_CONFIG("--iterations must be > 0, got ", FLAGS_iterations);
+  const Device device = DeviceFromFlags();
+  const Phase phase = PhaseFromFlag(TEST);
+  std::unique_ptr<Net> net =
+      Net::FromFile(FLAGS_model, phase, FLAGS_level, StagesFromFlag(), device);
+  for (const std::string& weights : SplitList(FLAGS_weights)) net->CopyTrainedLayersFrom(weights);
+  LOG(INFO) << "Running for " << FLAGS_iterations << " iterations.";
+
+  // One running sum per output element, as Caffe's test tool.
+  std::vector<double> score;
+  std::vector<int> score_output;  // index into output_blobs() of each score
+  double loss = 0;
+  for (int i = 0; i < FLAGS_iterations; ++i) {
+    loss += net->Forward();
+    size_t idx = 0;
+    for (size_t j = 0; j < net->output_blobs().size(); ++j) {
+      const Blob& out = *net->output_blobs()[j];
+      const std::string& name = net->blob_names()[net->output_blob_indices()[j]];
+      for (int64_t k = 0; k < out.count(); ++k, ++idx) {
+        const double value = out.data_at(k);
+        if (i == 0) {
+          score.push_back(value);
+          score_output.push_back(static_cast<int>(j));
+        } else {
+          CREMA_ASSERT(idx < score.size(), "output ", name, " changed size between batches");
+          score[idx] += value;
+        }
+        LOG(INFO) << "Batch " << i << ", " << name << " = " << static_cast<float>(value);
+      }
+    }
+  }
+  loss /= FLAGS_iterations;
+  LOG(INFO) << "Loss: " << static_cast<float>(loss);
+  for (size_t i = 0; i < score.size(); ++i) {
+    const int blob_index = net->output_blob_indices()[score_output[i]];
+    const std::string& name = net->blob_names()[blob_index];
+    const double weight = net->blob_loss_weights()[blob_index];
+    const float mean = static_cast<float>(score[i] / FLAGS_iterations);
+    std::ostringstream line;
+    line << name << " = " << mean;
+    if (weight != 0)
+      line << " (* " << static_cast<float>(weight) << " = " << static_cast<float>(weight) * mean
+           << " loss)";
+    LOG(INFO) << line.str();
+    std::printf("%s\n", line.str().c_str());
+  }
+  return 0;
+}
+
+}  // namespace
+}  // namespace crema::cli
+
+CREMA_REGISTER_VERB(test, "test", "score a trained net: average its outputs over N batches",
+                    "crema test --model NET.prototxt --weights W.caffemodel[,W2] "
+                    "[--iterations N] [--gpu ID] [--phase TEST] [--stage S] [--level L]\n\n"
+                    "Runs N forward passes (each reads one batch from the data layers), logs "
+                    "every output per batch and prints the mean of each output element as "
+                    "`name = value` lines on stdout; a loss output also shows its weighted value, "
+                    "e.g. `loss = 0.31 (* 1 = 0.31 loss)`, as Caffe's `caffe test` does.",
+                    {"model", "weights", "iterations", "gpu", "phase", "stage", "level"},
+                    &crema::cli::RunTest);
