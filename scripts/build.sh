@@ -6,11 +6,12 @@ set -euo pipefail
 cd "$(dirname "$0")/.."
 build_dir="${CREMA_BUILD_DIR:-build}"
 export CCACHE_DIR="${CCACHE_DIR:-$HOME/.cache/ccache}"
-cmake -S . -B "$build_dir" -G Ninja -DCMAKE_BUILD_TYPE=Release "$@" >"$build_dir.cmake.log" 2>&1 || {
-  cat "$build_dir.cmake.log"
+mkdir -p "$build_dir"
+cmake -S . -B "$build_dir" -G Ninja -DCMAKE_BUILD_TYPE=Release "$@" >"$build_dir/configure.log" 2>&1 || {
+  cat "$build_dir/configure.log"
   exit 1
 }
-grep -E '^-- crema:' "$build_dir.cmake.log" || true
+grep -E '^-- crema:' "$build_dir/configure.log" || true
 jobs="${CREMA_JOBS:-$(nproc)}"
 if [ -n "${CREMA_BUILD_TARGETS:-}" ]; then
   # shellcheck disable=SC2086
