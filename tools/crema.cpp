@@ -1,4 +1,6 @@
 // crema: the command-line front end. `crema VERB [flags]`; `crema --help`, `crema VERB --help`.
+#include <gflags/gflags.h>
+#include <glog/logging.h>
 #include <unistd.h>
 
 #include <algorithm>
@@ -10,9 +12,6 @@
 #include <set>
 #include <string>
 #include <vector>
-
-#include <gflags/gflags.h>
-#include <glog/logging.h>
 
 #include "crema/error.hpp"
 #include "crema/version.hpp"
@@ -68,8 +67,8 @@ void CheckUnusedFlags(const Verb& verb) {
   for (const auto& info : all) {
     if (info.is_default || accepted.count(info.name)) continue;
     if (info.filename.find("tools/") == std::string::npos) continue;  // glog's own flags
-    CREMA_THROW_CONFIG("--", info.name, " is not a flag of `crema ", verb.name,
-                       "` (crema ", verb.name, " --help lists its flags)");
+    CREMA_THROW_CONFIG("--", info.name, " is not a flag of `crema ", verb.name, "` (crema ",
+                       verb.name, " --help lists its flags)");
   }
 }
 

@@ -55,7 +55,8 @@ Device DeviceFromFlags() {
       CREMA_THROW_CONFIG("--gpu: expected a device id, a list of ids or 'all', got \"", FLAGS_gpu,
                          "\"");
   if (ids.size() > 1)
-    CREMA_THROW_CONFIG("--gpu ", FLAGS_gpu, ": training on several GPUs is not available yet; "
+    CREMA_THROW_CONFIG("--gpu ", FLAGS_gpu,
+                       ": training on several GPUs is not available yet; "
                        "give one device id");
   const int id = std::stoi(ids[0]);
   SetCudaDevice(id);

@@ -1,9 +1,9 @@
 #pragma once
 // Flags used by more than one verb (defined in flags.cpp).
+#include <gflags/gflags.h>
+
 #include <string>
 #include <vector>
-
-#include <gflags/gflags.h>
 
 #include "crema/device.hpp"
 #include "crema/proto.hpp"

@@ -32,21 +32,21 @@ struct DataTypeOf<double> {
 };
 
 // Calls `body` with a value of the C++ type matching `type` (float or double).
-#define CREMA_DISPATCH_FLOAT(type, T, ...)                                                  \
-  switch (type) {                                                                           \
-    case ::crema::DataType::kFloat32: {                                                     \
-      using T = float;                                                                      \
-      __VA_ARGS__;                                                                          \
-      break;                                                                                \
-    }                                                                                       \
-    case ::crema::DataType::kFloat64: {                                                     \
-      using T = double;                                                                     \
-      __VA_ARGS__;                                                                          \
-      break;                                                                                \
-    }                                                                                       \
-    default:                                                                                \
-      CREMA_THROW_CONFIG("element type ", ::crema::DataTypeName(type),                     \
-                         " is not supported here (float32 and float64 are)");               \
+#define CREMA_DISPATCH_FLOAT(type, T, ...)                                    \
+  switch (type) {                                                             \
+    case ::crema::DataType::kFloat32: {                                       \
+      using T = float;                                                        \
+      __VA_ARGS__;                                                            \
+      break;                                                                  \
+    }                                                                         \
+    case ::crema::DataType::kFloat64: {                                       \
+      using T = double;                                                       \
+      __VA_ARGS__;                                                            \
+      break;                                                                  \
+    }                                                                         \
+    default:                                                                  \
+      CREMA_THROW_CONFIG("element type ", ::crema::DataTypeName(type),        \
+                         " is not supported here (float32 and float64 are)"); \
   }
 
 // Host and (when built with CUDA) device copies of one buffer; copies happen on first access

@@ -38,9 +38,11 @@ class RuntimeError : public Error {
 
 }  // namespace crema
 
-#define CREMA_ASSERT(cond, ...)                                                     \
-  do {                                                                              \
-    if (!(cond)) ::crema::AssertFailed(__FILE__, __LINE__, #cond, ::crema::StrCat("" __VA_OPT__(, ) __VA_ARGS__)); \
+#define CREMA_ASSERT(cond, ...)                                              \
+  do {                                                                       \
+    if (!(cond))                                                             \
+      ::crema::AssertFailed(__FILE__, __LINE__, #cond,                       \
+                            ::crema::StrCat("" __VA_OPT__(, ) __VA_ARGS__)); \
   } while (0)
 
 #define CREMA_THROW_CONFIG(...) throw ::crema::ConfigError(::crema::StrCat(__VA_ARGS__))

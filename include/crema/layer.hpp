@@ -30,8 +30,7 @@ class Layer {
 
   // Runs the layer on its device; returns the weighted loss of its loss tops.
   double Forward(const BlobVec& bottom, const BlobVec& top);
-  void Backward(const BlobVec& top, const std::vector<bool>& propagate_down,
-                const BlobVec& bottom);
+  void Backward(const BlobVec& top, const std::vector<bool>& propagate_down, const BlobVec& bottom);
 
   // The prototxt type string, e.g. "Convolution".
   virtual const char* type() const = 0;
@@ -134,18 +133,17 @@ class LossLayer : public Layer {
 };
 
 // Throws ConfigError with the layer's location prefix when `cond` is false.
-#define CREMA_CHECK_PARAM(cond, field, ...)                                                   \
-  do {                                                                                        \
-    if (!(cond))                                                                              \
-      throw ::crema::ConfigError(this->ErrorPrefix(field) +                                   \
-                                 ::crema::StrCat(field, " " __VA_OPT__(, ) __VA_ARGS__));     \
+#define CREMA_CHECK_PARAM(cond, field, ...)                                               \
+  do {                                                                                    \
+    if (!(cond))                                                                          \
+      throw ::crema::ConfigError(this->ErrorPrefix(field) +                               \
+                                 ::crema::StrCat(field, " " __VA_OPT__(, ) __VA_ARGS__)); \
   } while (0)
 
 // Throws ConfigError about the layer's inputs (shapes, counts), with its location prefix.
-#define CREMA_CHECK_SHAPE(cond, ...)                                                           \
-  do {                                                                                         \
-    if (!(cond))                                                                               \
-      throw ::crema::ConfigError(this->ErrorPrefix() + ::crema::StrCat(__VA_ARGS__));          \
+#define CREMA_CHECK_SHAPE(cond, ...)                                                             \
+  do {                                                                                           \
+    if (!(cond)) throw ::crema::ConfigError(this->ErrorPrefix() + ::crema::StrCat(__VA_ARGS__)); \
   } while (0)
 
 }  // namespace crema

@@ -30,8 +30,8 @@ struct LayerRegisterer {
 
 }  // namespace crema
 
-#define CREMA_REGISTER_LAYER(type, Class)                                           \
-  static ::crema::LayerRegisterer crema_layer_registerer_##type(                    \
+#define CREMA_REGISTER_LAYER(type, Class)                                              \
+  static ::crema::LayerRegisterer crema_layer_registerer_##type(                       \
       #type, [](const ::crema::LayerParameter& p) -> std::unique_ptr<::crema::Layer> { \
-        return std::make_unique<Class>(p);                                          \
+        return std::make_unique<Class>(p);                                             \
       })

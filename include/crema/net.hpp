@@ -188,7 +188,7 @@ void InsertSplits(const NetParameter& param, NetParameter* split_param,
                   std::vector<int>* original_index = nullptr, const ErrorPrefixFn& where = nullptr);
 std::string SplitLayerName(const std::string& layer_name, const std::string& blob_name,
                            int blob_idx);
-std::string SplitBlobName(const std::string& layer_name, const std::string& blob_name,
-                          int blob_idx, int split_idx);
+std::string SplitBlobName(const std::string& layer_name, const std::string& blob_name, int blob_idx,
+                          int split_idx);
 
 }  // namespace crema

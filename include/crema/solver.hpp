@@ -123,7 +123,8 @@ struct SolverRegisterer {
 
 }  // namespace crema
 
-#define CREMA_REGISTER_SOLVER(type, Class)                                                 \
-  static ::crema::SolverRegisterer crema_solver_registerer_##type(                         \
-      #type, [](const ::crema::SolverParameter& p, const ::crema::SolverOptions& o)        \
-                 -> std::unique_ptr<::crema::Solver> { return std::make_unique<Class>(p, o); })
+#define CREMA_REGISTER_SOLVER(type, Class)                                   \
+  static ::crema::SolverRegisterer crema_solver_registerer_##type(           \
+      #type,                                                                 \
+      [](const ::crema::SolverParameter& p, const ::crema::SolverOptions& o) \
+          -> std::unique_ptr<::crema::Solver> { return std::make_unique<Class>(p, o); })

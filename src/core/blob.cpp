@@ -10,20 +10,28 @@ namespace crema {
 
 size_t SizeOf(DataType type) {
   switch (type) {
-    case DataType::kFloat32: return 4;
-    case DataType::kFloat64: return 8;
-    case DataType::kFloat16: return 2;
-    case DataType::kBFloat16: return 2;
+    case DataType::kFloat32:
+      return 4;
+    case DataType::kFloat64:
+      return 8;
+    case DataType::kFloat16:
+      return 2;
+    case DataType::kBFloat16:
+      return 2;
   }
   return 4;
 }
 
 const char* DataTypeName(DataType type) {
   switch (type) {
-    case DataType::kFloat32: return "float32";
-    case DataType::kFloat64: return "float64";
-    case DataType::kFloat16: return "float16";
-    case DataType::kBFloat16: return "bfloat16";
+    case DataType::kFloat32:
+      return "float32";
+    case DataType::kFloat64:
+      return "float64";
+    case DataType::kFloat16:
+      return "float16";
+    case DataType::kBFloat16:
+      return "bfloat16";
   }
   return "unknown";
 }
@@ -44,7 +52,8 @@ void Blob::set_dtype(DataType type) {
 
 void Blob::Reshape(const std::vector<int>& shape) {
   if (static_cast<int>(shape.size()) > kMaxAxes)
-    CREMA_THROW_CONFIG("blob shape has ", shape.size(), " axes; at most ", kMaxAxes, " are allowed");
+    CREMA_THROW_CONFIG("blob shape has ", shape.size(), " axes; at most ", kMaxAxes,
+                       " are allowed");
   int64_t count = 1;
   for (size_t i = 0; i < shape.size(); ++i) {
     if (shape[i] < 0)
@@ -80,8 +89,8 @@ void Blob::Reshape(int num, int channels, int height, int width) {
 }
 
 int64_t Blob::count(int start_axis, int end_axis) const {
-  CREMA_ASSERT(start_axis >= 0 && start_axis <= end_axis && end_axis <= num_axes(), start_axis,
-               " ", end_axis, " ", num_axes());
+  CREMA_ASSERT(start_axis >= 0 && start_axis <= end_axis && end_axis <= num_axes(), start_axis, " ",
+               end_axis, " ", num_axes());
   int64_t c = 1;
   for (int i = start_axis; i < end_axis; ++i) c *= shape_[i];
   return c;
@@ -244,8 +253,7 @@ bool HasLegacyShape(const BlobProto& proto) {
   return proto.has_num() || proto.has_channels() || proto.has_height() || proto.has_width();
 }
 std::vector<int64_t> ProtoShape(const BlobProto& proto) {
-  if (HasLegacyShape(proto))
-    return {proto.num(), proto.channels(), proto.height(), proto.width()};
+  if (HasLegacyShape(proto)) return {proto.num(), proto.channels(), proto.height(), proto.width()};
   return {proto.shape().dim().begin(), proto.shape().dim().end()};
 }
 std::string ShapeText(const std::vector<int64_t>& shape) {
@@ -287,8 +295,8 @@ void Blob::FromProto(const BlobProto& proto, bool reshape) {
     if (nf == 0 && nd == 0) return;
     const int64_t n = nd > 0 ? nd : nf;
     if (n != count_)
-      CREMA_THROW_CONFIG("blob ", is_diff ? "diff" : "data", " has ", n,
-                         " values but its shape ", shape_string(), " needs ", count_);
+      CREMA_THROW_CONFIG("blob ", is_diff ? "diff" : "data", " has ", n, " values but its shape ",
+                         shape_string(), " needs ", count_);
     void* dst = is_diff ? diff_->mutable_cpu_data() : data_->mutable_cpu_data();
     CREMA_DISPATCH_FLOAT(dtype_, T, {
       if (nd > 0)
@@ -311,9 +319,9 @@ void Blob::ToProto(BlobProto* proto, bool write_diff) const {
     } else {
       floats->Resize(static_cast<int>(count_), 0.0f);
       if (count_ > 0)
-        CREMA_DISPATCH_FLOAT(dtype_, T,
-                             CopyValues(static_cast<const T*>(mem->cpu_data()), count_,
-                                        floats->mutable_data()));
+        CREMA_DISPATCH_FLOAT(
+            dtype_, T,
+            CopyValues(static_cast<const T*>(mem->cpu_data()), count_, floats->mutable_data()));
     }
   };
   store(data_, proto->mutable_data(), proto->mutable_double_data());

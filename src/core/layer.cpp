@@ -77,9 +77,9 @@ void Layer::SetLossWeights(const BlobVec& top) {
     const double weight = layer_param_.loss_weight(i);
     set_loss(i, weight);
     if (weight == 0) continue;
-    CREMA_DISPATCH_FLOAT(top[i]->dtype(), T,
-                         cpu::Set<T>(top[i]->count(), static_cast<T>(weight),
-                                     top[i]->mutable_cpu_diff<T>()));
+    CREMA_DISPATCH_FLOAT(
+        top[i]->dtype(), T,
+        cpu::Set<T>(top[i]->count(), static_cast<T>(weight), top[i]->mutable_cpu_diff<T>()));
   }
 }
 
@@ -93,9 +93,9 @@ double Layer::Forward(const BlobVec& bottom, const BlobVec& top) {
   for (int i = 0; i < static_cast<int>(top.size()); ++i) {
     if (this->loss(i) == 0) continue;
     // The loss weight sits in the top diff (see SetLossWeights).
-    CREMA_DISPATCH_FLOAT(top[i]->dtype(), T,
-                         loss += cpu::Dot<T>(top[i]->count(), top[i]->cpu_data<T>(),
-                                             top[i]->cpu_diff<T>()));
+    CREMA_DISPATCH_FLOAT(
+        top[i]->dtype(), T,
+        loss += cpu::Dot<T>(top[i]->count(), top[i]->cpu_data<T>(), top[i]->cpu_diff<T>()));
   }
   return loss;
 }

@@ -28,7 +28,8 @@ void CudaCheck(cudaError_t status, const char* what) {
 #endif
 
 [[noreturn]] void NoCuda() {
-  CREMA_THROW_RUNTIME("this crema was built without CUDA; rebuild with -DCREMA_CUDA=ON or run on the CPU");
+  CREMA_THROW_RUNTIME(
+      "this crema was built without CUDA; rebuild with -DCREMA_CUDA=ON or run on the CPU");
 }
 
 }  // namespace

@@ -22,10 +22,9 @@ std::string BetterOpenBlasCoreType() {
   std::string core = OpenBlasCoreName();
   std::transform(core.begin(), core.end(), core.begin(), ::tolower);
   // Kernel families OpenBLAS falls back to when it does not know the CPU model.
-  static const std::vector<std::string> kGeneric = {"prescott", "core2",  "penryn", "dunnington",
-                                                    "nehalem",  "generic", "katmai", "northwood",
-                                                    "atom",     "sandybridge", "barcelona",
-                                                    "bulldozer"};
+  static const std::vector<std::string> kGeneric = {
+      "prescott", "core2",     "penryn", "dunnington",  "nehalem",   "generic",
+      "katmai",   "northwood", "atom",   "sandybridge", "barcelona", "bulldozer"};
   const bool generic = std::find(kGeneric.begin(), kGeneric.end(), core) != kGeneric.end();
   __builtin_cpu_init();
   if (__builtin_cpu_supports("avx512f")) {

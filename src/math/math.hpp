@@ -15,32 +15,56 @@ void Gemm(Trans trans_a, Trans trans_b, int m, int n, int k, T alpha, const T* a
 template <typename T>
 void Gemv(Trans trans_a, int m, int n, T alpha, const T* a, const T* x, T beta, T* y);
 
-template <typename T> void Axpy(int64_t n, T alpha, const T* x, T* y);          // y += a x
-template <typename T> void Axpby(int64_t n, T alpha, const T* x, T beta, T* y); // y = a x + b y
-template <typename T> void Scal(int64_t n, T alpha, T* x);                      // x *= a
-template <typename T> void Scale(int64_t n, T alpha, const T* x, T* y);         // y = a x
-template <typename T> void Copy(int64_t n, const T* x, T* y);
-template <typename T> void Set(int64_t n, T value, T* y);
-template <typename T> void AddScalar(int64_t n, T alpha, T* y);                // y += a
-template <typename T> T Dot(int64_t n, const T* x, const T* y);
-template <typename T> T StridedDot(int n, const T* x, int incx, const T* y, int incy);
-template <typename T> T Asum(int64_t n, const T* x);
-template <typename T> void Add(int64_t n, const T* a, const T* b, T* y);  // element-wise
-template <typename T> void Sub(int64_t n, const T* a, const T* b, T* y);
-template <typename T> void Mul(int64_t n, const T* a, const T* b, T* y);
-template <typename T> void Div(int64_t n, const T* a, const T* b, T* y);
-template <typename T> void Sqr(int64_t n, const T* a, T* y);
-template <typename T> void Sqrt(int64_t n, const T* a, T* y);
-template <typename T> void Exp(int64_t n, const T* a, T* y);
-template <typename T> void Log(int64_t n, const T* a, T* y);
-template <typename T> void Abs(int64_t n, const T* a, T* y);
-template <typename T> void Powx(int64_t n, const T* a, T b, T* y);
-template <typename T> void Sign(int64_t n, const T* a, T* y);
+template <typename T>
+void Axpy(int64_t n, T alpha, const T* x, T* y);  // y += a x
+template <typename T>
+void Axpby(int64_t n, T alpha, const T* x, T beta, T* y);  // y = a x + b y
+template <typename T>
+void Scal(int64_t n, T alpha, T* x);  // x *= a
+template <typename T>
+void Scale(int64_t n, T alpha, const T* x, T* y);  // y = a x
+template <typename T>
+void Copy(int64_t n, const T* x, T* y);
+template <typename T>
+void Set(int64_t n, T value, T* y);
+template <typename T>
+void AddScalar(int64_t n, T alpha, T* y);  // y += a
+template <typename T>
+T Dot(int64_t n, const T* x, const T* y);
+template <typename T>
+T StridedDot(int n, const T* x, int incx, const T* y, int incy);
+template <typename T>
+T Asum(int64_t n, const T* x);
+template <typename T>
+void Add(int64_t n, const T* a, const T* b, T* y);  // element-wise
+template <typename T>
+void Sub(int64_t n, const T* a, const T* b, T* y);
+template <typename T>
+void Mul(int64_t n, const T* a, const T* b, T* y);
+template <typename T>
+void Div(int64_t n, const T* a, const T* b, T* y);
+template <typename T>
+void Sqr(int64_t n, const T* a, T* y);
+template <typename T>
+void Sqrt(int64_t n, const T* a, T* y);
+template <typename T>
+void Exp(int64_t n, const T* a, T* y);
+template <typename T>
+void Log(int64_t n, const T* a, T* y);
+template <typename T>
+void Abs(int64_t n, const T* a, T* y);
+template <typename T>
+void Powx(int64_t n, const T* a, T b, T* y);
+template <typename T>
+void Sign(int64_t n, const T* a, T* y);
 
 // Random numbers from the calling thread's generator (core/rng.hpp).
-template <typename T> void RngUniform(int64_t n, T a, T b, T* r);        // [a, b], as Caffe
-template <typename T> void RngGaussian(int64_t n, T mean, T sigma, T* r);
-template <typename T> void RngBernoulli(int64_t n, T p, int* r);
+template <typename T>
+void RngUniform(int64_t n, T a, T b, T* r);  // [a, b], as Caffe
+template <typename T>
+void RngGaussian(int64_t n, T mean, T sigma, T* r);
+template <typename T>
+void RngBernoulli(int64_t n, T p, int* r);
 void RngBernoulliUnsigned(int64_t n, double p, unsigned int* r);
 
 }  // namespace crema::cpu

@@ -64,8 +64,8 @@ void Gemm<float>(Trans trans_a, Trans trans_b, int m, int n, int k, float alpha,
 }
 
 template <>
-void Gemm<double>(Trans trans_a, Trans trans_b, int m, int n, int k, double alpha,
-                  const double* a, const double* b, double beta, double* c) {
+void Gemm<double>(Trans trans_a, Trans trans_b, int m, int n, int k, double alpha, const double* a,
+                  const double* b, double beta, double* c) {
   const int lda = trans_a == Trans::kNo ? k : m;
   const int ldb = trans_b == Trans::kNo ? n : k;
   Check(cublasDgemm(CublasHandle(), Op(trans_b), Op(trans_a), n, m, k, &alpha, b, ldb, a, lda,

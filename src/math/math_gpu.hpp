@@ -25,16 +25,21 @@ void Gemm(Trans trans_a, Trans trans_b, int m, int n, int k, T alpha, const T* a
           T beta, T* c);
 template <typename T>
 void Gemv(Trans trans_a, int m, int n, T alpha, const T* a, const T* x, T beta, T* y);
-template <typename T> void Axpy(int64_t n, T alpha, const T* x, T* y);
-template <typename T> void Scal(int64_t n, T alpha, T* x);
-template <typename T> void Set(int64_t n, T value, T* y);
-template <typename T> T Dot(int64_t n, const T* x, const T* y);
-template <typename T> T Asum(int64_t n, const T* x);
+template <typename T>
+void Axpy(int64_t n, T alpha, const T* x, T* y);
+template <typename T>
+void Scal(int64_t n, T alpha, T* x);
+template <typename T>
+void Set(int64_t n, T value, T* y);
+template <typename T>
+T Dot(int64_t n, const T* x, const T* y);
+template <typename T>
+T Asum(int64_t n, const T* x);
 
 }  // namespace crema::gpu
 
 #define CREMA_CUDA_CHECK(expr) ::crema::gpu::Check((expr), #expr)
-#define CREMA_CUDA_KERNEL_LOOP(i, n)                                                    \
+#define CREMA_CUDA_KERNEL_LOOP(i, n)                                                     \
   for (int64_t i = blockIdx.x * static_cast<int64_t>(blockDim.x) + threadIdx.x; i < (n); \
        i += static_cast<int64_t>(blockDim.x) * gridDim.x)
 

@@ -1,8 +1,7 @@
 #include "crema/net.hpp"
 
-#include <hdf5.h>
-
 #include <glog/logging.h>
+#include <hdf5.h>
 
 #include <algorithm>
 #include <cmath>
@@ -40,9 +39,8 @@ std::string Net::LayerLocation(int original_index, const std::string& field) con
 }
 
 std::string Net::ErrorAt(int index, const std::string& field) const {
-  const int original = index < static_cast<int>(original_layer_index_.size())
-                           ? original_layer_index_[index]
-                           : -1;
+  const int original =
+      index < static_cast<int>(original_layer_index_.size()) ? original_layer_index_[index] : -1;
   const LayerParameter& layer = filtered_param_.layer(index);
   std::string where = original >= 0 ? LayerLocation(original, field) : "";
   if (where.empty() && source_) where = source_->path();
@@ -99,9 +97,8 @@ void Net::Init(const NetParameter& in_param, const NetOptions& options) {
     }
     const int original = original_layer_index_[layer_id];
     if (source_ && original >= 0)
-      layer->set_locator([this, original](const std::string& field) {
-        return LayerLocation(original, field);
-      });
+      layer->set_locator(
+          [this, original](const std::string& field) { return LayerLocation(original, field); });
     else if (source_)
       layer->set_locator([this](const std::string&) { return source_->path(); });
     layer->set_device(device_);
@@ -154,8 +151,8 @@ void Net::Init(const NetParameter& in_param, const NetOptions& options) {
     const int num_param_blobs = static_cast<int>(layer_ptr->blobs().size());
     if (param_size > num_param_blobs)
       throw ConfigError(ErrorAt(layer_id, "param") +
-                        StrCat(param_size, " param specs given but the layer has ",
-                               num_param_blobs, " learnable blob", num_param_blobs == 1 ? "" : "s"));
+                        StrCat(param_size, " param specs given but the layer has ", num_param_blobs,
+                               " learnable blob", num_param_blobs == 1 ? "" : "s"));
     const ParamSpec default_spec;
     for (int param_id = 0; param_id < num_param_blobs; ++param_id) {
       const ParamSpec& spec = param_id < param_size ? layer_param->param(param_id) : default_spec;
@@ -229,7 +226,8 @@ void Net::Init(const NetParameter& in_param, const NetOptions& options) {
     net_output_blobs_.push_back(blobs_[blob_id].get());
     net_output_blob_indices_.push_back(blob_id);
   }
-  for (int i = 0; i < static_cast<int>(blob_names_.size()); ++i) blob_names_index_[blob_names_[i]] = i;
+  for (int i = 0; i < static_cast<int>(blob_names_.size()); ++i)
+    blob_names_index_[blob_names_[i]] = i;
   for (int i = 0; i < static_cast<int>(layer_names_.size()); ++i)
     layer_names_index_[layer_names_[i]] = i;
   // Shared parameters use their owner's memory.

@@ -21,7 +21,8 @@ bool StateMeetsRule(const NetState& state, const NetStateRule& rule, const std::
   return true;
 }
 
-void FilterNet(const NetParameter& param, NetParameter* filtered, std::vector<int>* original_index) {
+void FilterNet(const NetParameter& param, NetParameter* filtered,
+               std::vector<int>* original_index) {
   const NetState& state = param.state();
   filtered->CopyFrom(param);
   filtered->clear_layer();
@@ -49,8 +50,8 @@ std::string SplitLayerName(const std::string& layer_name, const std::string& blo
   return StrCat(blob_name, "_", layer_name, "_", blob_idx, "_split");
 }
 
-std::string SplitBlobName(const std::string& layer_name, const std::string& blob_name,
-                          int blob_idx, int split_idx) {
+std::string SplitBlobName(const std::string& layer_name, const std::string& blob_name, int blob_idx,
+                          int split_idx) {
   return StrCat(blob_name, "_", layer_name, "_", blob_idx, "_split_", split_idx);
 }
 
@@ -72,7 +73,8 @@ void InsertSplits(const NetParameter& param, NetParameter* split_param,
       auto it = last_top_of_blob.find(layer.bottom(j));
       if (it == last_top_of_blob.end()) {
         std::string known;
-        for (const auto& entry : last_top_of_blob) known += (known.empty() ? "" : ", ") + entry.first;
+        for (const auto& entry : last_top_of_blob)
+          known += (known.empty() ? "" : ", ") + entry.first;
         throw ConfigError(StrCat(where ? where(i, StrCat("bottom[", j, "]")) : "",
                                  "unknown bottom blob \"", layer.bottom(j), "\" (bottom ", j,
                                  "); blobs produced before it: ", known.empty() ? "none" : known));

@@ -4,13 +4,13 @@
 #include "net/proto_io.hpp"
 
 #include <fcntl.h>
-#include <sys/stat.h>
-#include <unistd.h>
-
+#include <glog/logging.h>
 #include <google/protobuf/descriptor.h>
 #include <google/protobuf/io/coded_stream.h>
 #include <google/protobuf/io/tokenizer.h>
 #include <google/protobuf/io/zero_copy_stream_impl.h>
+#include <sys/stat.h>
+#include <unistd.h>
 
 #include <algorithm>
 #include <atomic>
@@ -21,8 +21,6 @@
 #include <set>
 #include <string>
 #include <vector>
-
-#include <glog/logging.h>
 
 #include "crema/error.hpp"
 #include "net/upgrade.hpp"
@@ -142,7 +140,8 @@ std::string Explain(const std::string& message, const pb::Descriptor* root) {
         values.insert(field->enum_type()->value(i)->name());
       }
     }
-    std::string text = StrCat("unknown value \"", unknown_value, "\" for field \"", field_name, "\"");
+    std::string text =
+        StrCat("unknown value \"", unknown_value, "\" for field \"", field_name, "\"");
     const std::string suggestion = ClosestName(unknown_value, values);
     if (!suggestion.empty()) text += StrCat("; did you mean \"", suggestion, "\"?");
     return text;

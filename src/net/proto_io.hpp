@@ -1,10 +1,10 @@
 #pragma once
 // Reading and writing Caffe's files: prototxt (text, with source locations for error messages),
 // binary protos (.caffemodel, .solverstate, .binaryproto), with legacy formats upgraded.
+#include <google/protobuf/text_format.h>
+
 #include <memory>
 #include <string>
-
-#include <google/protobuf/text_format.h>
 
 #include "crema/proto.hpp"
 

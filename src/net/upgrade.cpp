@@ -1,8 +1,8 @@
 // Legacy-format upgrades, following BVLC Caffe's upgrade_proto (final master) step by step:
 //   V0 (`layers { layer { type: "conv" ... } }`) -> V1, padding layers folded into conv/pool;
 //   deprecated transformation fields of V1 data layers -> transform_param;
-//   V1 (`layers { type: CONVOLUTION blobs_lr: 1 }`) -> V2 (`layer { type: "Convolution" param {} }`);
-//   `input` / `input_dim` / `input_shape` -> an Input layer named "input", first in the net;
+//   V1 (`layers { type: CONVOLUTION blobs_lr: 1 }`) -> V2 (`layer { type: "Convolution" param {}
+//   }`); `input` / `input_dim` / `input_shape` -> an Input layer named "input", first in the net;
 //   BatchNorm's three param specs -> lr_mult 0 and decay_mult 0 (names kept, as Caffe PR #5184);
 //   SolverParameter.solver_type -> SolverParameter.type.
 // Where Caffe would abort (LOG(FATAL), CHECK) or silently drop definitions, crema throws
@@ -88,8 +88,8 @@ void FoldV0PaddingLayers(const NetParameter& param, NetParameter* folded) {
       const V1LayerParameter& source = param.layers(it->second);
       if (source.layer().type() != "padding") continue;
       if (layer.type() != "conv" && layer.type() != "pool") {
-        Fail(StrCat("V0 padding layer \"", source.layer().name(), "\" feeds layer \"",
-                    layer.name(), "\" of type \"", layer.type(),
+        Fail(StrCat("V0 padding layer \"", source.layer().name(), "\" feeds layer \"", layer.name(),
+                    "\" of type \"", layer.type(),
                     "\"; only conv and pool layers can absorb padding"));
       }
       if (connection.bottom_size() != 1 || source.bottom_size() != 1 || source.top_size() != 1) {
@@ -144,49 +144,76 @@ void UpgradeV0LayerParameter(const V1LayerParameter& connection, V1LayerParamete
   out->mutable_weight_decay()->CopyFrom(v0.weight_decay());
 
   if (v0.has_num_output()) {
-    if (conv) out->mutable_convolution_param()->set_num_output(v0.num_output());
-    else if (ip) out->mutable_inner_product_param()->set_num_output(v0.num_output());
-    else mismatch.Add("num_output", type);
+    if (conv)
+      out->mutable_convolution_param()->set_num_output(v0.num_output());
+    else if (ip)
+      out->mutable_inner_product_param()->set_num_output(v0.num_output());
+    else
+      mismatch.Add("num_output", type);
   }
   if (v0.has_biasterm()) {
-    if (conv) out->mutable_convolution_param()->set_bias_term(v0.biasterm());
-    else if (ip) out->mutable_inner_product_param()->set_bias_term(v0.biasterm());
-    else mismatch.Add("biasterm", type);
+    if (conv)
+      out->mutable_convolution_param()->set_bias_term(v0.biasterm());
+    else if (ip)
+      out->mutable_inner_product_param()->set_bias_term(v0.biasterm());
+    else
+      mismatch.Add("biasterm", type);
   }
   if (v0.has_weight_filler()) {
-    if (conv) out->mutable_convolution_param()->mutable_weight_filler()->CopyFrom(v0.weight_filler());
-    else if (ip) out->mutable_inner_product_param()->mutable_weight_filler()->CopyFrom(v0.weight_filler());
-    else mismatch.Add("weight_filler", type);
+    if (conv)
+      out->mutable_convolution_param()->mutable_weight_filler()->CopyFrom(v0.weight_filler());
+    else if (ip)
+      out->mutable_inner_product_param()->mutable_weight_filler()->CopyFrom(v0.weight_filler());
+    else
+      mismatch.Add("weight_filler", type);
   }
   if (v0.has_bias_filler()) {
-    if (conv) out->mutable_convolution_param()->mutable_bias_filler()->CopyFrom(v0.bias_filler());
-    else if (ip) out->mutable_inner_product_param()->mutable_bias_filler()->CopyFrom(v0.bias_filler());
-    else mismatch.Add("bias_filler", type);
+    if (conv)
+      out->mutable_convolution_param()->mutable_bias_filler()->CopyFrom(v0.bias_filler());
+    else if (ip)
+      out->mutable_inner_product_param()->mutable_bias_filler()->CopyFrom(v0.bias_filler());
+    else
+      mismatch.Add("bias_filler", type);
   }
   if (v0.has_pad()) {
-    if (conv) out->mutable_convolution_param()->add_pad(v0.pad());
-    else if (pool) out->mutable_pooling_param()->set_pad(v0.pad());
-    else mismatch.Add("pad", type);
+    if (conv)
+      out->mutable_convolution_param()->add_pad(v0.pad());
+    else if (pool)
+      out->mutable_pooling_param()->set_pad(v0.pad());
+    else
+      mismatch.Add("pad", type);
   }
   if (v0.has_kernelsize()) {
-    if (conv) out->mutable_convolution_param()->add_kernel_size(v0.kernelsize());
-    else if (pool) out->mutable_pooling_param()->set_kernel_size(v0.kernelsize());
-    else mismatch.Add("kernelsize", type);
+    if (conv)
+      out->mutable_convolution_param()->add_kernel_size(v0.kernelsize());
+    else if (pool)
+      out->mutable_pooling_param()->set_kernel_size(v0.kernelsize());
+    else
+      mismatch.Add("kernelsize", type);
   }
   if (v0.has_group()) {
-    if (conv) out->mutable_convolution_param()->set_group(v0.group());
-    else mismatch.Add("group", type);
+    if (conv)
+      out->mutable_convolution_param()->set_group(v0.group());
+    else
+      mismatch.Add("group", type);
   }
   if (v0.has_stride()) {
-    if (conv) out->mutable_convolution_param()->add_stride(v0.stride());
-    else if (pool) out->mutable_pooling_param()->set_stride(v0.stride());
-    else mismatch.Add("stride", type);
+    if (conv)
+      out->mutable_convolution_param()->add_stride(v0.stride());
+    else if (pool)
+      out->mutable_pooling_param()->set_stride(v0.stride());
+    else
+      mismatch.Add("stride", type);
   }
   if (v0.has_pool()) {
     if (pool) {
       switch (v0.pool()) {
-        case V0LayerParameter::MAX: out->mutable_pooling_param()->set_pool(PoolingParameter::MAX); break;
-        case V0LayerParameter::AVE: out->mutable_pooling_param()->set_pool(PoolingParameter::AVE); break;
+        case V0LayerParameter::MAX:
+          out->mutable_pooling_param()->set_pool(PoolingParameter::MAX);
+          break;
+        case V0LayerParameter::AVE:
+          out->mutable_pooling_param()->set_pool(PoolingParameter::AVE);
+          break;
         case V0LayerParameter::STOCHASTIC:
           out->mutable_pooling_param()->set_pool(PoolingParameter::STOCHASTIC);
           break;
@@ -196,32 +223,48 @@ void UpgradeV0LayerParameter(const V1LayerParameter& connection, V1LayerParamete
     }
   }
   if (v0.has_dropout_ratio()) {
-    if (type == "dropout") out->mutable_dropout_param()->set_dropout_ratio(v0.dropout_ratio());
-    else mismatch.Add("dropout_ratio", type);
+    if (type == "dropout")
+      out->mutable_dropout_param()->set_dropout_ratio(v0.dropout_ratio());
+    else
+      mismatch.Add("dropout_ratio", type);
   }
   if (v0.has_local_size()) {
-    if (lrn) out->mutable_lrn_param()->set_local_size(v0.local_size());
-    else mismatch.Add("local_size", type);
+    if (lrn)
+      out->mutable_lrn_param()->set_local_size(v0.local_size());
+    else
+      mismatch.Add("local_size", type);
   }
   if (v0.has_alpha()) {
-    if (lrn) out->mutable_lrn_param()->set_alpha(v0.alpha());
-    else mismatch.Add("alpha", type);
+    if (lrn)
+      out->mutable_lrn_param()->set_alpha(v0.alpha());
+    else
+      mismatch.Add("alpha", type);
   }
   if (v0.has_beta()) {
-    if (lrn) out->mutable_lrn_param()->set_beta(v0.beta());
-    else mismatch.Add("beta", type);
+    if (lrn)
+      out->mutable_lrn_param()->set_beta(v0.beta());
+    else
+      mismatch.Add("beta", type);
   }
   if (v0.has_k()) {
-    if (lrn) out->mutable_lrn_param()->set_k(v0.k());
-    else mismatch.Add("k", type);
+    if (lrn)
+      out->mutable_lrn_param()->set_k(v0.k());
+    else
+      mismatch.Add("k", type);
   }
   if (v0.has_source()) {
-    if (data) out->mutable_data_param()->set_source(v0.source());
-    else if (hdf5) out->mutable_hdf5_data_param()->set_source(v0.source());
-    else if (images) out->mutable_image_data_param()->set_source(v0.source());
-    else if (window) out->mutable_window_data_param()->set_source(v0.source());
-    else if (type == "infogain_loss") out->mutable_infogain_loss_param()->set_source(v0.source());
-    else mismatch.Add("source", type);
+    if (data)
+      out->mutable_data_param()->set_source(v0.source());
+    else if (hdf5)
+      out->mutable_hdf5_data_param()->set_source(v0.source());
+    else if (images)
+      out->mutable_image_data_param()->set_source(v0.source());
+    else if (window)
+      out->mutable_window_data_param()->set_source(v0.source());
+    else if (type == "infogain_loss")
+      out->mutable_infogain_loss_param()->set_source(v0.source());
+    else
+      mismatch.Add("source", type);
   }
   // Transformation fields go to transform_param whatever the type, as in Caffe.
   if (v0.has_scale()) out->mutable_transform_param()->set_scale(v0.scale());
@@ -229,59 +272,87 @@ void UpgradeV0LayerParameter(const V1LayerParameter& connection, V1LayerParamete
   if (v0.has_cropsize()) out->mutable_transform_param()->set_crop_size(v0.cropsize());
   if (v0.has_mirror()) out->mutable_transform_param()->set_mirror(v0.mirror());
   if (v0.has_batchsize()) {
-    if (data) out->mutable_data_param()->set_batch_size(v0.batchsize());
-    else if (hdf5) out->mutable_hdf5_data_param()->set_batch_size(v0.batchsize());
-    else if (images) out->mutable_image_data_param()->set_batch_size(v0.batchsize());
-    else if (window) out->mutable_window_data_param()->set_batch_size(v0.batchsize());
-    else mismatch.Add("batchsize", type);
+    if (data)
+      out->mutable_data_param()->set_batch_size(v0.batchsize());
+    else if (hdf5)
+      out->mutable_hdf5_data_param()->set_batch_size(v0.batchsize());
+    else if (images)
+      out->mutable_image_data_param()->set_batch_size(v0.batchsize());
+    else if (window)
+      out->mutable_window_data_param()->set_batch_size(v0.batchsize());
+    else
+      mismatch.Add("batchsize", type);
   }
   if (v0.has_rand_skip()) {
-    if (data) out->mutable_data_param()->set_rand_skip(v0.rand_skip());
-    else if (images) out->mutable_image_data_param()->set_rand_skip(v0.rand_skip());
-    else mismatch.Add("rand_skip", type);
+    if (data)
+      out->mutable_data_param()->set_rand_skip(v0.rand_skip());
+    else if (images)
+      out->mutable_image_data_param()->set_rand_skip(v0.rand_skip());
+    else
+      mismatch.Add("rand_skip", type);
   }
   if (v0.has_shuffle_images()) {
-    if (images) out->mutable_image_data_param()->set_shuffle(v0.shuffle_images());
-    else mismatch.Add("shuffle_images", type);
+    if (images)
+      out->mutable_image_data_param()->set_shuffle(v0.shuffle_images());
+    else
+      mismatch.Add("shuffle_images", type);
   }
   if (v0.has_new_height()) {
-    if (images) out->mutable_image_data_param()->set_new_height(v0.new_height());
-    else mismatch.Add("new_height", type);
+    if (images)
+      out->mutable_image_data_param()->set_new_height(v0.new_height());
+    else
+      mismatch.Add("new_height", type);
   }
   if (v0.has_new_width()) {
-    if (images) out->mutable_image_data_param()->set_new_width(v0.new_width());
-    else mismatch.Add("new_width", type);
+    if (images)
+      out->mutable_image_data_param()->set_new_width(v0.new_width());
+    else
+      mismatch.Add("new_width", type);
   }
   // new_num / new_channels never had a V1 counterpart (Caffe drops them too).
   if (v0.has_new_num()) mismatch.Add("new_num", type);
   if (v0.has_new_channels()) mismatch.Add("new_channels", type);
   if (v0.has_concat_dim()) {
-    if (type == "concat") out->mutable_concat_param()->set_concat_dim(v0.concat_dim());
-    else mismatch.Add("concat_dim", type);
+    if (type == "concat")
+      out->mutable_concat_param()->set_concat_dim(v0.concat_dim());
+    else
+      mismatch.Add("concat_dim", type);
   }
   if (v0.has_det_fg_threshold()) {
-    if (window) out->mutable_window_data_param()->set_fg_threshold(v0.det_fg_threshold());
-    else mismatch.Add("det_fg_threshold", type);
+    if (window)
+      out->mutable_window_data_param()->set_fg_threshold(v0.det_fg_threshold());
+    else
+      mismatch.Add("det_fg_threshold", type);
   }
   if (v0.has_det_bg_threshold()) {
-    if (window) out->mutable_window_data_param()->set_bg_threshold(v0.det_bg_threshold());
-    else mismatch.Add("det_bg_threshold", type);
+    if (window)
+      out->mutable_window_data_param()->set_bg_threshold(v0.det_bg_threshold());
+    else
+      mismatch.Add("det_bg_threshold", type);
   }
   if (v0.has_det_fg_fraction()) {
-    if (window) out->mutable_window_data_param()->set_fg_fraction(v0.det_fg_fraction());
-    else mismatch.Add("det_fg_fraction", type);
+    if (window)
+      out->mutable_window_data_param()->set_fg_fraction(v0.det_fg_fraction());
+    else
+      mismatch.Add("det_fg_fraction", type);
   }
   if (v0.has_det_context_pad()) {
-    if (window) out->mutable_window_data_param()->set_context_pad(v0.det_context_pad());
-    else mismatch.Add("det_context_pad", type);
+    if (window)
+      out->mutable_window_data_param()->set_context_pad(v0.det_context_pad());
+    else
+      mismatch.Add("det_context_pad", type);
   }
   if (v0.has_det_crop_mode()) {
-    if (window) out->mutable_window_data_param()->set_crop_mode(v0.det_crop_mode());
-    else mismatch.Add("det_crop_mode", type);
+    if (window)
+      out->mutable_window_data_param()->set_crop_mode(v0.det_crop_mode());
+    else
+      mismatch.Add("det_crop_mode", type);
   }
   if (v0.has_hdf5_output_param()) {
-    if (type == "hdf5_output") out->mutable_hdf5_output_param()->CopyFrom(v0.hdf5_output_param());
-    else mismatch.Add("hdf5_output_param", type);
+    if (type == "hdf5_output")
+      out->mutable_hdf5_output_param()->CopyFrom(v0.hdf5_output_param());
+    else
+      mismatch.Add("hdf5_output_param", type);
   }
 }
 
@@ -355,10 +426,14 @@ void MoveLegacyTransform(P* p, TransformationParameter* transform) {
 
 bool LayerNeedsDataUpgrade(const V1LayerParameter& layer) {
   switch (layer.type()) {
-    case V1LayerParameter::DATA: return HasLegacyTransform(layer.data_param());
-    case V1LayerParameter::IMAGE_DATA: return HasLegacyTransform(layer.image_data_param());
-    case V1LayerParameter::WINDOW_DATA: return HasLegacyTransform(layer.window_data_param());
-    default: return false;
+    case V1LayerParameter::DATA:
+      return HasLegacyTransform(layer.data_param());
+    case V1LayerParameter::IMAGE_DATA:
+      return HasLegacyTransform(layer.image_data_param());
+    case V1LayerParameter::WINDOW_DATA:
+      return HasLegacyTransform(layer.window_data_param());
+    default:
+      return false;
   }
 }
 
@@ -366,12 +441,18 @@ bool LayerNeedsDataUpgrade(const V1LayerParameter& layer) {
 
 const char* SolverTypeName(SolverParameter::SolverType type) {
   switch (type) {
-    case SolverParameter::SGD: return "SGD";
-    case SolverParameter::NESTEROV: return "Nesterov";
-    case SolverParameter::ADAGRAD: return "AdaGrad";
-    case SolverParameter::RMSPROP: return "RMSProp";
-    case SolverParameter::ADADELTA: return "AdaDelta";
-    case SolverParameter::ADAM: return "Adam";
+    case SolverParameter::SGD:
+      return "SGD";
+    case SolverParameter::NESTEROV:
+      return "Nesterov";
+    case SolverParameter::ADAGRAD:
+      return "AdaGrad";
+    case SolverParameter::RMSPROP:
+      return "RMSProp";
+    case SolverParameter::ADADELTA:
+      return "AdaDelta";
+    case SolverParameter::ADAM:
+      return "Adam";
   }
   Fail(StrCat("unknown solver_type ", static_cast<int>(type)));
 }
@@ -517,46 +598,86 @@ void UpgradeNetBatchNorm(NetParameter* param) {
 
 const char* UpgradeV1LayerType(V1LayerParameter::LayerType type) {
   switch (type) {
-    case V1LayerParameter::NONE: return "";
-    case V1LayerParameter::ABSVAL: return "AbsVal";
-    case V1LayerParameter::ACCURACY: return "Accuracy";
-    case V1LayerParameter::ARGMAX: return "ArgMax";
-    case V1LayerParameter::BNLL: return "BNLL";
-    case V1LayerParameter::CONCAT: return "Concat";
-    case V1LayerParameter::CONTRASTIVE_LOSS: return "ContrastiveLoss";
-    case V1LayerParameter::CONVOLUTION: return "Convolution";
-    case V1LayerParameter::DATA: return "Data";
-    case V1LayerParameter::DECONVOLUTION: return "Deconvolution";
-    case V1LayerParameter::DROPOUT: return "Dropout";
-    case V1LayerParameter::DUMMY_DATA: return "DummyData";
-    case V1LayerParameter::EUCLIDEAN_LOSS: return "EuclideanLoss";
-    case V1LayerParameter::ELTWISE: return "Eltwise";
-    case V1LayerParameter::EXP: return "Exp";
-    case V1LayerParameter::FLATTEN: return "Flatten";
-    case V1LayerParameter::HDF5_DATA: return "HDF5Data";
-    case V1LayerParameter::HDF5_OUTPUT: return "HDF5Output";
-    case V1LayerParameter::HINGE_LOSS: return "HingeLoss";
-    case V1LayerParameter::IM2COL: return "Im2col";
-    case V1LayerParameter::IMAGE_DATA: return "ImageData";
-    case V1LayerParameter::INFOGAIN_LOSS: return "InfogainLoss";
-    case V1LayerParameter::INNER_PRODUCT: return "InnerProduct";
-    case V1LayerParameter::LRN: return "LRN";
-    case V1LayerParameter::MEMORY_DATA: return "MemoryData";
-    case V1LayerParameter::MULTINOMIAL_LOGISTIC_LOSS: return "MultinomialLogisticLoss";
-    case V1LayerParameter::MVN: return "MVN";
-    case V1LayerParameter::POOLING: return "Pooling";
-    case V1LayerParameter::POWER: return "Power";
-    case V1LayerParameter::RELU: return "ReLU";
-    case V1LayerParameter::SIGMOID: return "Sigmoid";
-    case V1LayerParameter::SIGMOID_CROSS_ENTROPY_LOSS: return "SigmoidCrossEntropyLoss";
-    case V1LayerParameter::SILENCE: return "Silence";
-    case V1LayerParameter::SOFTMAX: return "Softmax";
-    case V1LayerParameter::SOFTMAX_LOSS: return "SoftmaxWithLoss";
-    case V1LayerParameter::SPLIT: return "Split";
-    case V1LayerParameter::SLICE: return "Slice";
-    case V1LayerParameter::TANH: return "TanH";
-    case V1LayerParameter::WINDOW_DATA: return "WindowData";
-    case V1LayerParameter::THRESHOLD: return "Threshold";
+    case V1LayerParameter::NONE:
+      return "";
+    case V1LayerParameter::ABSVAL:
+      return "AbsVal";
+    case V1LayerParameter::ACCURACY:
+      return "Accuracy";
+    case V1LayerParameter::ARGMAX:
+      return "ArgMax";
+    case V1LayerParameter::BNLL:
+      return "BNLL";
+    case V1LayerParameter::CONCAT:
+      return "Concat";
+    case V1LayerParameter::CONTRASTIVE_LOSS:
+      return "ContrastiveLoss";
+    case V1LayerParameter::CONVOLUTION:
+      return "Convolution";
+    case V1LayerParameter::DATA:
+      return "Data";
+    case V1LayerParameter::DECONVOLUTION:
+      return "Deconvolution";
+    case V1LayerParameter::DROPOUT:
+      return "Dropout";
+    case V1LayerParameter::DUMMY_DATA:
+      return "DummyData";
+    case V1LayerParameter::EUCLIDEAN_LOSS:
+      return "EuclideanLoss";
+    case V1LayerParameter::ELTWISE:
+      return "Eltwise";
+    case V1LayerParameter::EXP:
+      return "Exp";
+    case V1LayerParameter::FLATTEN:
+      return "Flatten";
+    case V1LayerParameter::HDF5_DATA:
+      return "HDF5Data";
+    case V1LayerParameter::HDF5_OUTPUT:
+      return "HDF5Output";
+    case V1LayerParameter::HINGE_LOSS:
+      return "HingeLoss";
+    case V1LayerParameter::IM2COL:
+      return "Im2col";
+    case V1LayerParameter::IMAGE_DATA:
+      return "ImageData";
+    case V1LayerParameter::INFOGAIN_LOSS:
+      return "InfogainLoss";
+    case V1LayerParameter::INNER_PRODUCT:
+      return "InnerProduct";
+    case V1LayerParameter::LRN:
+      return "LRN";
+    case V1LayerParameter::MEMORY_DATA:
+      return "MemoryData";
+    case V1LayerParameter::MULTINOMIAL_LOGISTIC_LOSS:
+      return "MultinomialLogisticLoss";
+    case V1LayerParameter::MVN:
+      return "MVN";
+    case V1LayerParameter::POOLING:
+      return "Pooling";
+    case V1LayerParameter::POWER:
+      return "Power";
+    case V1LayerParameter::RELU:
+      return "ReLU";
+    case V1LayerParameter::SIGMOID:
+      return "Sigmoid";
+    case V1LayerParameter::SIGMOID_CROSS_ENTROPY_LOSS:
+      return "SigmoidCrossEntropyLoss";
+    case V1LayerParameter::SILENCE:
+      return "Silence";
+    case V1LayerParameter::SOFTMAX:
+      return "Softmax";
+    case V1LayerParameter::SOFTMAX_LOSS:
+      return "SoftmaxWithLoss";
+    case V1LayerParameter::SPLIT:
+      return "Split";
+    case V1LayerParameter::SLICE:
+      return "Slice";
+    case V1LayerParameter::TANH:
+      return "TanH";
+    case V1LayerParameter::WINDOW_DATA:
+      return "WindowData";
+    case V1LayerParameter::THRESHOLD:
+      return "Threshold";
   }
   return "";
 }
@@ -615,9 +736,9 @@ bool UpgradeSolverAsNeeded(const std::string& source, SolverParameter* param) {
     const std::string type = SolverTypeName(param->solver_type());
     if (param->has_type() && param->type() != type) {
       throw ConfigError(WithSource(
-          source, StrCat("solver_type: ", SolverParameter::SolverType_Name(param->solver_type()),
-                         " (deprecated) and type: \"", param->type(),
-                         "\" disagree; keep only `type`")));
+          source,
+          StrCat("solver_type: ", SolverParameter::SolverType_Name(param->solver_type()),
+                 " (deprecated) and type: \"", param->type(), "\" disagree; keep only `type`")));
     }
     param->set_type(type);
     param->clear_solver_type();
@@ -630,7 +751,8 @@ bool UpgradeSolverAsNeeded(const std::string& source, SolverParameter* param) {
     if (NetNeedsUpgrade(*net)) changed |= UpgradeNetAsNeeded(StrCat(source, " (", field, ")"), net);
   };
   if (param->has_net_param()) upgrade_inline("net_param", param->mutable_net_param());
-  if (param->has_train_net_param()) upgrade_inline("train_net_param", param->mutable_train_net_param());
+  if (param->has_train_net_param())
+    upgrade_inline("train_net_param", param->mutable_train_net_param());
   for (int i = 0; i < param->test_net_param_size(); ++i) {
     upgrade_inline(StrCat("test_net_param[", i, "]"), param->mutable_test_net_param(i));
   }

@@ -1,13 +1,13 @@
 // Net construction semantics (Caffe's): NetState filtering, split insertion, in-place layers,
 // parameter sharing, loss weights, backward inference, weights I/O and error locations.
-#include <gtest/gtest.h>
+#include "crema/net.hpp"
 
 #include <google/protobuf/text_format.h>
+#include <gtest/gtest.h>
 
 #include <cmath>
 #include <fstream>
 
-#include "crema/net.hpp"
 #include "net/proto_io.hpp"
 #include "support/reference.hpp"
 
@@ -148,7 +148,8 @@ TEST(NetTest, SharedParamShapeMismatchIsAnError) {
     )");
     FAIL() << "expected a ConfigError";
   } catch (const ConfigError& e) {
-    EXPECT_NE(std::string(e.what()).find("cannot share param \"s\""), std::string::npos) << e.what();
+    EXPECT_NE(std::string(e.what()).find("cannot share param \"s\""), std::string::npos)
+        << e.what();
   }
 }
 
@@ -214,8 +215,8 @@ TEST(NetTest, WeightShapeMismatchNamesBothShapes) {
   auto net = Build(kTinyNet, TRAIN);
   NetParameter saved;
   net->ToProto(&saved);
-  auto other = Build(std::string(kTinyNet).replace(std::string(kTinyNet).find("num_output: 5"),
-                                                   13, "num_output: 6"),
+  auto other = Build(std::string(kTinyNet).replace(std::string(kTinyNet).find("num_output: 5"), 13,
+                                                   "num_output: 6"),
                      TRAIN);
   try {
     other->CopyTrainedLayersFrom(saved);

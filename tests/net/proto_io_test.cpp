@@ -45,23 +45,23 @@ std::vector<std::string> FolderContents(const std::string& folder) {
 }
 
 const char kNet[] =
-    "name: \"tiny\"\n"                                  // 1
-    "layer {\n"                                         // 2
-    "  name: \"data\"\n"                                // 3
-    "  type: \"Input\"\n"                               // 4
-    "  top: \"data\"\n"                                 // 5
-    "  input_param { shape { dim: 1 dim: 3 } }\n"       // 6
-    "}\n"                                               // 7
-    "layer {\n"                                         // 8
-    "  name: \"conv1\"\n"                               // 9
-    "  type: \"Convolution\"\n"                         // 10
-    "  bottom: \"data\"\n"                              // 11
-    "  top: \"conv1\"\n"                                // 12
-    "  convolution_param {\n"                           // 13
-    "    num_output: 4\n"                               // 14
-    "      kernel_size: 3\n"                            // 15
-    "  }\n"                                             // 16
-    "}\n";                                              // 17
+    "name: \"tiny\"\n"                             // 1
+    "layer {\n"                                    // 2
+    "  name: \"data\"\n"                           // 3
+    "  type: \"Input\"\n"                          // 4
+    "  top: \"data\"\n"                            // 5
+    "  input_param { shape { dim: 1 dim: 3 } }\n"  // 6
+    "}\n"                                          // 7
+    "layer {\n"                                    // 8
+    "  name: \"conv1\"\n"                          // 9
+    "  type: \"Convolution\"\n"                    // 10
+    "  bottom: \"data\"\n"                         // 11
+    "  top: \"conv1\"\n"                           // 12
+    "  convolution_param {\n"                      // 13
+    "    num_output: 4\n"                          // 14
+    "      kernel_size: 3\n"                       // 15
+    "  }\n"                                        // 16
+    "}\n";                                         // 17
 
 TEST(ProtoIoTest, ParsesAndLocatesNestedFields) {
   const std::string path = WriteTemp("tiny.prototxt", kNet);
@@ -121,10 +121,13 @@ TEST(ProtoIoTest, UnknownFieldSuggestsTheClosestName) {
   EXPECT_NE(error2.find("did you mean \"lr_mult\"?"), std::string::npos) << error2;
 
   // Tabs count as protobuf counts them (to the next multiple of 8), as Locate does.
-  const std::string error_tab = ErrorOf<ConfigError>(
-      [&] { ParseTextProto("layer {\n\tnmae: \"x\"\n}\n", "tabbed", &net); });
+  const std::string error_tab =
+      ErrorOf<ConfigError>([&] { ParseTextProto("layer {\n\tnmae: \"x\"\n}\n", "tabbed", &net); });
   EXPECT_EQ(error_tab.rfind("tabbed:2:9: unknown field \"nmae\" in LayerParameter; did you mean "
-                            "\"name\"?", 0), 0u) << error_tab;
+                            "\"name\"?",
+                            0),
+            0u)
+      << error_tab;
 
   // Nothing close: no suggestion.
   const std::string error3 =
@@ -142,17 +145,17 @@ TEST(ProtoIoTest, UnknownEnumValueSuggestsTheClosestValue) {
 
 TEST(ProtoIoTest, LegacyV1PrototxtParsesAndLocates) {
   const std::string text =
-      "name: \"old\"\n"                                      // 1
-      "input: \"data\"\n"                                    // 2
-      "input_dim: 1 input_dim: 1 input_dim: 8 input_dim: 8\n"  // 3
-      "layers {\n"                                           // 4
-      "  name: \"conv\"\n"                                   // 5
-      "  type: CONVOLUTION\n"                                // 6
-      "  bottom: \"data\" top: \"conv\"\n"                   // 7
-      "  blobs_lr: 1 blobs_lr: 2\n"                          // 8
-      "  convolution_param { num_output: 2\n"                // 9
-      "    kernel_size: 3 }\n"                               // 10
-      "}\n"                                                  // 11
+      "name: \"old\"\n"                                                         // 1
+      "input: \"data\"\n"                                                       // 2
+      "input_dim: 1 input_dim: 1 input_dim: 8 input_dim: 8\n"                   // 3
+      "layers {\n"                                                              // 4
+      "  name: \"conv\"\n"                                                      // 5
+      "  type: CONVOLUTION\n"                                                   // 6
+      "  bottom: \"data\" top: \"conv\"\n"                                      // 7
+      "  blobs_lr: 1 blobs_lr: 2\n"                                             // 8
+      "  convolution_param { num_output: 2\n"                                   // 9
+      "    kernel_size: 3 }\n"                                                  // 10
+      "}\n"                                                                     // 11
       "layers { name: \"relu\" type: RELU bottom: \"conv\" top: \"conv\" }\n";  // 12
   const std::string path = WriteTemp("v1.prototxt", text);
   NetParameter net;
@@ -226,8 +229,8 @@ TEST(ProtoIoTest, AtomicWriteReplacesAndLeavesNoTemporary) {
   EXPECT_EQ(fs::file_size(path), 0u);
 
   // A folder that does not exist: RuntimeError naming the target, and nothing left behind.
-  const std::string error = ErrorOf<RuntimeError>(
-      [&] { WriteFileAtomically(folder + "/missing/out.txt", "x"); });
+  const std::string error =
+      ErrorOf<RuntimeError>([&] { WriteFileAtomically(folder + "/missing/out.txt", "x"); });
   EXPECT_EQ(error.rfind("cannot write " + folder + "/missing/out.txt: ", 0), 0u) << error;
   // A target that is a folder: rename fails, and the temporary is removed.
   fs::create_directory(folder + "/taken");
@@ -238,8 +241,8 @@ TEST(ProtoIoTest, AtomicWriteReplacesAndLeavesNoTemporary) {
 }
 
 TEST(ProtoIoTest, SolverTextIsUpgraded) {
-  const std::string path = WriteTemp("solver.prototxt",
-                                     "net: \"train.prototxt\"\nbase_lr: 0.01\nsolver_type: ADAGRAD\n");
+  const std::string path = WriteTemp(
+      "solver.prototxt", "net: \"train.prototxt\"\nbase_lr: 0.01\nsolver_type: ADAGRAD\n");
   SolverParameter solver;
   auto source = ReadSolverParamsFromTextFile(path, &solver);
   EXPECT_EQ(solver.type(), "AdaGrad");

@@ -342,7 +342,8 @@ TEST(UpgradeTest, InputWithoutShapeIsDropped) {
   )");
   EXPECT_TRUE(UpgradeNetAsNeeded("old.caffemodel", &net));
   EXPECT_TRUE(SameProto(Parse<NetParameter>(R"(
-    layer { name: "relu" type: "ReLU" bottom: "data" top: "r" })"), net));
+    layer { name: "relu" type: "ReLU" bottom: "data" top: "r" })"),
+                        net));
 }
 
 TEST(UpgradeTest, BadInputDimsAreErrors) {
@@ -375,7 +376,8 @@ TEST(UpgradeTest, V1NetWithInputFields) {
   EXPECT_TRUE(SameProto(Parse<NetParameter>(R"(
     layer { name: "input" type: "Input" top: "data"
             input_param { shape { dim: 1 dim: 1 dim: 4 dim: 4 } } }
-    layer { name: "relu" type: "ReLU" bottom: "data" top: "r" })"), net));
+    layer { name: "relu" type: "ReLU" bottom: "data" top: "r" })"),
+                        net));
 }
 
 TEST(UpgradeTest, BatchNormParamSpecsAreFrozen) {
@@ -402,8 +404,8 @@ TEST(UpgradeTest, BatchNormParamSpecsAreFrozen) {
   EXPECT_TRUE(NetNeedsBatchNormUpgrade(net));
   EXPECT_TRUE(UpgradeNetAsNeeded("bn.prototxt", &net));
   EXPECT_TRUE(SameProto(expected, net));
-  EXPECT_FALSE(NetNeedsBatchNormUpgrade(Parse<NetParameter>(
-      R"(layer { name: "bn" type: "BatchNorm" param { lr_mult: 0 } })")));
+  EXPECT_FALSE(NetNeedsBatchNormUpgrade(
+      Parse<NetParameter>(R"(layer { name: "bn" type: "BatchNorm" param { lr_mult: 0 } })")));
 }
 
 TEST(UpgradeTest, CurrentNetIsLeftAlone) {
@@ -420,15 +422,15 @@ TEST(UpgradeTest, CurrentNetIsLeftAlone) {
 
 TEST(UpgradeTest, SolverTypeEnumBecomesString) {
   const std::pair<const char*, const char*> cases[] = {
-      {"SGD", "SGD"},           {"NESTEROV", "Nesterov"}, {"ADAGRAD", "AdaGrad"},
-      {"RMSPROP", "RMSProp"},   {"ADADELTA", "AdaDelta"}, {"ADAM", "Adam"}};
+      {"SGD", "SGD"},         {"NESTEROV", "Nesterov"}, {"ADAGRAD", "AdaGrad"},
+      {"RMSPROP", "RMSProp"}, {"ADADELTA", "AdaDelta"}, {"ADAM", "Adam"}};
   for (const auto& [enum_name, type] : cases) {
     SolverParameter solver =
         Parse<SolverParameter>(StrCat("base_lr: 0.01 solver_type: ", enum_name));
     EXPECT_TRUE(SolverNeedsTypeUpgrade(solver));
     EXPECT_TRUE(UpgradeSolverAsNeeded("solver.prototxt", &solver));
-    EXPECT_TRUE(SameProto(Parse<SolverParameter>(StrCat("base_lr: 0.01 type: \"", type, "\"")),
-                          solver));
+    EXPECT_TRUE(
+        SameProto(Parse<SolverParameter>(StrCat("base_lr: 0.01 type: \"", type, "\"")), solver));
   }
 }
 
@@ -472,7 +474,8 @@ TEST(UpgradeTest, SqueezeNetDeployGetsAnInputLayer) {
   ASSERT_EQ(net.layer_size(), raw.layer_size() + 1);
   EXPECT_TRUE(SameProto(Parse<LayerParameter>(R"(
     name: "input" type: "Input" top: "data"
-    input_param { shape { dim: 1 dim: 3 dim: 227 dim: 227 } })"), net.layer(0)));
+    input_param { shape { dim: 1 dim: 3 dim: 227 dim: 227 } })"),
+                        net.layer(0)));
   for (int i = 0; i < raw.layer_size(); ++i) {
     EXPECT_TRUE(SameProto(raw.layer(i), net.layer(i + 1))) << i;
   }

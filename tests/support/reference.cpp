@@ -1,11 +1,11 @@
 #include "support/reference.hpp"
 
 #include <cstdlib>
+#include <cstring>
 #include <filesystem>
 #include <fstream>
 #include <mutex>
 #include <sstream>
-#include <cstring>
 
 namespace fs = std::filesystem;
 

@@ -20,6 +20,6 @@ std::vector<float> ReadF32(const std::string& path);
 
 }  // namespace crema::testing
 
-#define CREMA_REQUIRE_REFERENCE(var, relative)                                       \
-  std::string var = ::crema::testing::ReferencePath(relative);                       \
+#define CREMA_REQUIRE_REFERENCE(var, relative)                 \
+  std::string var = ::crema::testing::ReferencePath(relative); \
   if (var.empty()) GTEST_SKIP() << "reference data not found: " << (relative)

@@ -194,8 +194,8 @@ TEST_F(CliTest, ForwardGathersRepeatedInputs) {
   const float x[3] = {1, 2, 3};
   WriteNpyFloat32(dir_ + "/x.npy", {1, 3}, x);
   // gflags alone would keep only the last --input; both must be seen (the second is wrong).
-  Result r = Crema("forward --model " + net_ + " --input data=" + dir_ + "/x.npy --input nope=" +
-                   dir_ + "/x.npy --output_dir " + dir_ + "/o1");
+  Result r = Crema("forward --model " + net_ + " --input data=" + dir_ +
+                   "/x.npy --input nope=" + dir_ + "/x.npy --output_dir " + dir_ + "/o1");
   EXPECT_EQ(r.rc, 2) << r.output;
   EXPECT_NE(r.output.find("\"nope\" is not an input blob"), std::string::npos) << r.output;
   r = Crema("forward --model " + net_ + " --input nope=" + dir_ + "/x.npy --input data=" + dir_ +
