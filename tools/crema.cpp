@@ -88,6 +88,10 @@ void FixOpenBlas(char** argv) {
                std::strerror(errno));
 }
 
+bool IsFlag(const std::string& arg) {
+  return arg.size() > 1 && arg[0] == '-' && arg != "--" && !std::isdigit(arg[1]) && arg[1] != '.';
+}
+
 // gflags keeps only the last value of a repeated flag; list flags (--input a=x --input b=y)
 // are joined with commas instead, which their verbs split.
 std::vector<std::string> MergeRepeatedListFlags(const std::vector<std::string>& args) {
@@ -155,13 +159,13 @@ int main(int argc, char** argv) {
       return 0;
     }
   }
-  // Parse flags after the verb; gflags reports unknown flags and bad values itself (exit 1),
-  // so check the obvious cases first for a clearer message and exit code 2.
-  // Flag names may be spelled with dashes (--output-dir) or underscores (--output_dir).
+  // Flags after the verb, Caffe style (-f v, --f=v, --bool, --nobool), parsed here so that an
+  // unknown flag or a bad value is one clear line and exit code 2. Names may use dashes
+  // (--output-dir) or underscores (--output_dir).
   std::vector<std::string> storage;
   for (int i = 2; i < argc; ++i) {
     std::string arg = argv[i];
-    if (arg.size() > 1 && arg[0] == '-' && arg != "--" && !std::isdigit(arg[1])) {
+    if (IsFlag(arg)) {
       const size_t start = arg[1] == '-' ? 2 : 1;
       const size_t end = std::min(arg.find('='), arg.size());
       for (size_t c = start; c < end; ++c)
@@ -170,31 +174,54 @@ int main(int argc, char** argv) {
     storage.push_back(arg);
   }
   storage = MergeRepeatedListFlags(storage);
-  std::vector<char*> args;
-  args.push_back(argv[0]);
-  for (std::string& arg : storage) args.push_back(arg.data());
-  for (size_t i = 1; i < args.size(); ++i) {
-    if (args[i][0] != '-' || std::strcmp(args[i], "--") == 0 || std::isdigit(args[i][1])) continue;
-    std::string name = args[i] + (args[i][1] == '-' ? 2 : 1);
-    name = name.substr(0, name.find('='));
+  std::vector<std::string> positional;
+  for (size_t i = 0; i < storage.size(); ++i) {
+    const std::string& arg = storage[i];
+    if (arg == "--") {
+      positional.insert(positional.end(), storage.begin() + static_cast<long>(i) + 1,
+                        storage.end());
+      break;
+    }
+    if (!IsFlag(arg)) {
+      positional.push_back(arg);
+      continue;
+    }
+    const std::string body = arg.substr(arg[1] == '-' ? 2 : 1);
+    const size_t eq = body.find('=');
+    std::string name = body.substr(0, eq);
     gflags::CommandLineFlagInfo info;
-    const bool negated = name.rfind("no", 0) == 0 &&
-                         gflags::GetCommandLineFlagInfo(name.substr(2).c_str(), &info) &&
-                         info.type == "bool";
-    if (!negated && !gflags::GetCommandLineFlagInfo(name.c_str(), &info)) {
+    std::string value;
+    if (gflags::GetCommandLineFlagInfo(name.c_str(), &info)) {
+      if (eq != std::string::npos) {
+        value = body.substr(eq + 1);
+      } else if (info.type == "bool") {
+        value = "true";
+      } else if (i + 1 < storage.size()) {
+        value = storage[++i];
+      } else {
+        std::fprintf(stderr, "error: --%s needs a value (crema %s --help)\n", name.c_str(),
+                     verb->name);
+        return 2;
+      }
+    } else if (name.rfind("no", 0) == 0 && eq == std::string::npos &&
+               gflags::GetCommandLineFlagInfo(name.substr(2).c_str(), &info) &&
+               info.type == "bool") {
+      name = name.substr(2);
+      value = "false";
+    } else {
       std::fprintf(stderr, "error: unknown flag --%s for `crema %s` (crema %s --help)\n",
                    name.c_str(), verb->name, verb->name);
       return 2;
     }
+    if (gflags::SetCommandLineOption(name.c_str(), value.c_str()).empty()) {
+      std::fprintf(stderr, "error: invalid value \"%s\" for --%s (%s)\n", value.c_str(),
+                   name.c_str(), info.type.c_str());
+      return 2;
+    }
   }
-  int parsed_argc = static_cast<int>(args.size());
-  char** parsed_argv = args.data();
-  gflags::SetUsageMessage(verb->usage);
-  gflags::ParseCommandLineFlags(&parsed_argc, &parsed_argv, true);
   FLAGS_logtostderr = FLAGS_log_dir.empty();
   FLAGS_colorlogtostderr = isatty(2) != 0;
   google::InitGoogleLogging(argv[0]);
-  std::vector<std::string> positional(parsed_argv + 1, parsed_argv + parsed_argc);
   try {
     CheckUnusedFlags(*verb);
     return verb->run(positional);

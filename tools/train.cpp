@@ -168,7 +168,7 @@ CREMA_REGISTER_VERB(train, "train", "train or fine-tune a net from a solver prot
                     "of them (layers matched by name) or resumes from a .solverstate, and runs "
                     "the solver to max_iter, snapshotting as the solver says. Ctrl-C stops after "
                     "the current iteration and still writes the final snapshot. At the end the "
-                    "test nets are scored once more and their outputs printed on stdout.",
+                    "final test scores (after max_iter) are printed on stdout.",
                     {"solver", "weights", "snapshot", "gpu", "stage", "level", "sigint_effect",
                      "sighup_effect"},
                     &crema::cli::RunTrain);

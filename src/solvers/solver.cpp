@@ -133,7 +133,13 @@ Solver::Solver(const SolverParameter& param, const SolverOptions& options)
     if (!param_.has_snapshot_prefix())
       throw ConfigError(ErrorAt("snapshot") +
                         "snapshot is set but snapshot_prefix is not; set snapshot_prefix");
-    // Probe now rather than fail after hours of training.
+    // Create the snapshot folder, and probe it now rather than fail after hours of training.
+    const fs::path folder = fs::path(param_.snapshot_prefix()).parent_path();
+    std::error_code dir_error;
+    if (!folder.empty() && !fs::exists(folder, dir_error)) {
+      fs::create_directories(folder, dir_error);
+      if (!dir_error) LOG(INFO) << "Created the snapshot folder " << folder.string();
+    }
     const std::string probe = SnapshotFilename(".tempfile");
     std::ofstream out(probe);
     if (!out.good())

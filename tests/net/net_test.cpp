@@ -8,6 +8,8 @@
 #include <cmath>
 #include <fstream>
 
+#include <unistd.h>
+
 #include "net/proto_io.hpp"
 #include "support/reference.hpp"
 
@@ -242,6 +244,28 @@ TEST(NetTest, CaffeWeightsLoad) {
     if (layer.name() != "conv1") continue;
     for (int i = 0; i < 10; ++i) EXPECT_EQ(conv1.data_at(i), layer.blobs(0).data(i));
   }
+}
+
+// Caffe's lenet_init.caffemodel is its train net's Net::ToProto: crema, given the same net and
+// weights, writes the same bytes, so files crema writes load in Caffe.
+TEST(NetTest, WritesCaffeModelBytesAsCaffe) {
+  CREMA_REQUIRE_REFERENCE(weights, "bvlc/solvers/lenet_init.caffemodel");
+  CREMA_REQUIRE_REFERENCE(bvlc, "bvlc");
+  char cwd[4096];
+  ASSERT_NE(getcwd(cwd, sizeof(cwd)), nullptr);
+  ASSERT_EQ(chdir(bvlc.c_str()), 0);  // the net's LMDB paths are relative to bvlc/
+  std::unique_ptr<Net> net;
+  EXPECT_NO_THROW(net = Net::FromFile("solvers/lenet_train_test.prototxt", TRAIN));
+  ASSERT_EQ(chdir(cwd), 0);
+  ASSERT_TRUE(net);
+  net->CopyTrainedLayersFrom(weights);
+  NetParameter mine;
+  net->ToProto(&mine);
+  std::string mine_bytes;
+  ASSERT_TRUE(mine.SerializeToString(&mine_bytes));
+  const std::string caffe_bytes = testing::ReadFile(weights);
+  EXPECT_EQ(mine_bytes.size(), caffe_bytes.size());
+  EXPECT_TRUE(mine_bytes == caffe_bytes);
 }
 
 }  // namespace
