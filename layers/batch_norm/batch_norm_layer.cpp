@@ -1,0 +1,193 @@
+#include "layers/batch_norm/batch_norm_layer.hpp"
+
+#include <cmath>
+#include <memory>
+#include <string>
+
+#include "crema/layer_registry.hpp"
+
+namespace crema {
+namespace {
+
+std::string ShapeString(const std::vector<int>& shape) {
+  std::string s = "(";
+  for (size_t i = 0; i < shape.size(); ++i) s += (i ? " " : "") + std::to_string(shape[i]);
+  return s + ")";
+}
+
+// Whether a blob read from a file fits `expected`: the same shape, or Caffe's legacy 4-D form of
+// it (leading axes of size 1).
+bool FitsShape(const std::vector<int>& given, const std::vector<int>& expected) {
+  if (given == expected) return true;
+  if (given.size() != 4 || expected.size() > 4) return false;
+  std::vector<int> legacy(4 - expected.size(), 1);
+  legacy.insert(legacy.end(), expected.begin(), expected.end());
+  return given == legacy;
+}
+
+}  // namespace
+
+void BatchNormLayer::LayerSetUp(const BlobVec& bottom, const BlobVec& top) {
+  const BatchNormParameter& param = layer_param_.batch_norm_param();
+  use_global_stats_ = param.has_use_global_stats() ? param.use_global_stats() : phase_ == TEST;
+  moving_average_fraction_ = param.moving_average_fraction();
+  eps_ = param.eps();
+  CREMA_CHECK_SHAPE(bottom[0]->num_axes() >= 1, "needs a bottom with at least one axis, got ",
+                    bottom[0]->shape_string());
+  channels_ = bottom[0]->num_axes() == 1 ? 1 : bottom[0]->shape(1);
+  const std::vector<std::vector<int>> shapes = {{channels_}, {channels_}, {1}};
+  if (!blobs_.empty()) {
+    // Statistics came with the parameter (a .caffemodel).
+    CREMA_CHECK_PARAM(blobs_.size() == 3, "blobs",
+                      "must hold 3 blobs (mean, variance, moving-average factor), got ",
+                      blobs_.size());
+    for (size_t i = 0; i < 3; ++i) {
+      CREMA_CHECK_PARAM(FitsShape(blobs_[i]->shape(), shapes[i]), "blobs", "blob ", i,
+                        " shape mismatch: expected ", ShapeString(shapes[i]), ", got ",
+                        ShapeString(blobs_[i]->shape()));
+      if (blobs_[i]->dtype() == dtype()) {
+        blobs_[i]->Reshape(shapes[i]);
+        continue;
+      }
+      auto converted = std::make_shared<Blob>(shapes[i], dtype());
+      blobs_[i]->Reshape(shapes[i]);
+      converted->CopyFrom(*blobs_[i]);
+      blobs_[i] = converted;
+    }
+  } else {
+    for (const auto& shape : shapes) {
+      blobs_.push_back(std::make_shared<Blob>(shape, dtype()));
+      blobs_.back()->SetDataZero();
+    }
+  }
+  // The statistics are not learned: like Caffe, give them lr_mult 0 so solvers leave them alone.
+  for (int i = 0; i < 3; ++i) {
+    if (layer_param_.param_size() == i) {
+      layer_param_.add_param()->set_lr_mult(0.f);
+    } else {
+      CREMA_CHECK_PARAM(layer_param_.param(i).lr_mult() == 0.f, StrCat("param[", i, "].lr_mult"),
+                        "must be 0: BatchNorm's blobs are statistics, not learned parameters "
+                        "(got ",
+                        layer_param_.param(i).lr_mult(), ")");
+    }
+  }
+  param_propagate_down_.assign(blobs_.size(), false);
+  x_norm_.set_dtype(dtype());
+}
+
+void BatchNormLayer::Reshape(const BlobVec& bottom, const BlobVec& top) {
+  const Blob& in = *bottom[0];
+  CREMA_CHECK_SHAPE(
+      in.num_axes() >= 1 && (in.num_axes() == 1 ? channels_ == 1 : in.shape(1) == channels_),
+      "set up for ", channels_, " channels (axis 1), got bottom ", in.shape_string());
+  num_ = in.shape(0);
+  spatial_dim_ = num_ * channels_ > 0 ? in.count() / (static_cast<int64_t>(num_) * channels_) : 0;
+  if (top[0] != bottom[0]) top[0]->ReshapeLike(in);
+  x_norm_.ReshapeLike(in);
+  std_.assign(channels_, 1.0);
+}
+
+template <typename T>
+void BatchNormLayer::ForwardT(const Blob& bottom, Blob* top) {
+  const T* bottom_data = bottom.cpu_data<T>();
+  T* top_data = top->mutable_cpu_data<T>();
+  const int64_t m = static_cast<int64_t>(num_) * spatial_dim_;
+  std::vector<double> mean(channels_, 0.0), var(channels_, 0.0);
+  if (use_global_stats_) {
+    const double stored = blobs_[2]->cpu_data<T>()[0];
+    const double factor = stored == 0 ? 0 : 1 / stored;
+    for (int c = 0; c < channels_; ++c) {
+      mean[c] = factor * blobs_[0]->cpu_data<T>()[c];
+      var[c] = factor * blobs_[1]->cpu_data<T>()[c];
+    }
+  } else {
+    for (int n = 0; n < num_; ++n)
+      for (int c = 0; c < channels_; ++c) {
+        const T* x = bottom_data + (static_cast<int64_t>(n) * channels_ + c) * spatial_dim_;
+        for (int64_t i = 0; i < spatial_dim_; ++i) mean[c] += x[i];
+      }
+    for (int c = 0; c < channels_; ++c) mean[c] = m > 0 ? mean[c] / m : 0;
+    for (int n = 0; n < num_; ++n)
+      for (int c = 0; c < channels_; ++c) {
+        const T* x = bottom_data + (static_cast<int64_t>(n) * channels_ + c) * spatial_dim_;
+        for (int64_t i = 0; i < spatial_dim_; ++i) var[c] += (x[i] - mean[c]) * (x[i] - mean[c]);
+      }
+    for (int c = 0; c < channels_; ++c) var[c] = m > 0 ? var[c] / m : 0;
+    const T f = static_cast<T>(moving_average_fraction_);
+    T* factor = blobs_[2]->mutable_cpu_data<T>();
+    factor[0] = factor[0] * f + T(1);
+    const double correction = m > 1 ? static_cast<double>(m) / (m - 1) : 1.0;
+    T* moving_mean = blobs_[0]->mutable_cpu_data<T>();
+    T* moving_var = blobs_[1]->mutable_cpu_data<T>();
+    for (int c = 0; c < channels_; ++c) {
+      moving_mean[c] = static_cast<T>(mean[c]) + f * moving_mean[c];
+      moving_var[c] = static_cast<T>(correction * var[c]) + f * moving_var[c];
+    }
+  }
+  for (int c = 0; c < channels_; ++c) std_[c] = std::sqrt(var[c] + eps_);
+  T* x_norm = x_norm_.mutable_cpu_data<T>();
+  for (int n = 0; n < num_; ++n)
+    for (int c = 0; c < channels_; ++c) {
+      const int64_t offset = (static_cast<int64_t>(n) * channels_ + c) * spatial_dim_;
+      const T mu = static_cast<T>(mean[c]);
+      const T inv_std = static_cast<T>(1 / std_[c]);
+      for (int64_t i = 0; i < spatial_dim_; ++i) {
+        const T y = (bottom_data[offset + i] - mu) * inv_std;
+        top_data[offset + i] = y;
+        x_norm[offset + i] = y;
+      }
+    }
+}
+
+template <typename T>
+void BatchNormLayer::BackwardT(const Blob& top, Blob* bottom) {
+  // In place, top diff and bottom diff are one buffer: read all sums before writing.
+  const T* top_diff = top.cpu_diff<T>();
+  T* bottom_diff = bottom->mutable_cpu_diff<T>();
+  if (use_global_stats_) {
+    for (int n = 0; n < num_; ++n)
+      for (int c = 0; c < channels_; ++c) {
+        const int64_t offset = (static_cast<int64_t>(n) * channels_ + c) * spatial_dim_;
+        const T inv_std = static_cast<T>(1 / std_[c]);
+        for (int64_t i = 0; i < spatial_dim_; ++i)
+          bottom_diff[offset + i] = top_diff[offset + i] * inv_std;
+      }
+    return;
+  }
+  const T* y = x_norm_.cpu_data<T>();
+  const int64_t m = static_cast<int64_t>(num_) * spatial_dim_;
+  std::vector<double> sum_dy(channels_, 0.0), sum_dy_y(channels_, 0.0);
+  for (int n = 0; n < num_; ++n)
+    for (int c = 0; c < channels_; ++c) {
+      const int64_t offset = (static_cast<int64_t>(n) * channels_ + c) * spatial_dim_;
+      for (int64_t i = 0; i < spatial_dim_; ++i) {
+        sum_dy[c] += top_diff[offset + i];
+        sum_dy_y[c] += static_cast<double>(top_diff[offset + i]) * y[offset + i];
+      }
+    }
+  for (int n = 0; n < num_; ++n)
+    for (int c = 0; c < channels_; ++c) {
+      const int64_t offset = (static_cast<int64_t>(n) * channels_ + c) * spatial_dim_;
+      const T mean_dy = static_cast<T>(sum_dy[c] / m);
+      const T mean_dy_y = static_cast<T>(sum_dy_y[c] / m);
+      const T inv_std = static_cast<T>(1 / std_[c]);
+      for (int64_t i = 0; i < spatial_dim_; ++i)
+        bottom_diff[offset + i] =
+            (top_diff[offset + i] - mean_dy - y[offset + i] * mean_dy_y) * inv_std;
+    }
+}
+
+void BatchNormLayer::ForwardCpu(const BlobVec& bottom, const BlobVec& top) {
+  CREMA_DISPATCH_FLOAT(dtype(), T, ForwardT<T>(*bottom[0], top[0]));
+}
+
+void BatchNormLayer::BackwardCpu(const BlobVec& top, const std::vector<bool>& propagate_down,
+                                 const BlobVec& bottom) {
+  // The statistics get no gradient, whatever param_propagate_down says.
+  if (!propagate_down[0]) return;
+  CREMA_DISPATCH_FLOAT(dtype(), T, BackwardT<T>(*top[0], bottom[0]));
+}
+
+CREMA_REGISTER_LAYER(BatchNorm, BatchNormLayer);
+
+}  // namespace crema

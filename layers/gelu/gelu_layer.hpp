@@ -1,0 +1,29 @@
+#pragma once
+#include "crema/layer.hpp"
+
+namespace crema {
+
+// GELU, exact form (crema): y = x * Phi(x) = 0.5 * x * (1 + erf(x / sqrt(2))); any shape;
+// in-place safe (the bottom is copied). dy/dx = Phi(x) + x * phi(x), phi the normal density.
+// No params.
+class GELULayer final : public NeuronLayer {
+ public:
+  using NeuronLayer::NeuronLayer;
+  const char* type() const override { return "GELU"; }
+  void Reshape(const BlobVec& bottom, const BlobVec& top) override;
+
+ protected:
+  void ForwardCpu(const BlobVec& bottom, const BlobVec& top) override;
+  void BackwardCpu(const BlobVec& top, const std::vector<bool>& propagate_down,
+                   const BlobVec& bottom) override;
+
+ private:
+  template <typename T>
+  void ForwardT(const Blob& bottom, Blob* top);
+  template <typename T>
+  void BackwardT(const Blob& top, Blob* bottom);
+
+  Blob bottom_copy_;  // the input, kept for Backward when running in place
+};
+
+}  // namespace crema

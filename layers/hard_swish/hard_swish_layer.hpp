@@ -1,0 +1,29 @@
+#pragma once
+#include "crema/layer.hpp"
+
+namespace crema {
+
+// Hard swish (crema; MobileNetV3): y = x * relu6(x + 3) / 6; any shape; in-place safe (the
+// bottom is copied). dy/dx = 0 for x < -3, x / 3 + 0.5 for -3 <= x <= 3, 1 for x > 3 (as
+// PyTorch). No params.
+class HardSwishLayer final : public NeuronLayer {
+ public:
+  using NeuronLayer::NeuronLayer;
+  const char* type() const override { return "HardSwish"; }
+  void Reshape(const BlobVec& bottom, const BlobVec& top) override;
+
+ protected:
+  void ForwardCpu(const BlobVec& bottom, const BlobVec& top) override;
+  void BackwardCpu(const BlobVec& top, const std::vector<bool>& propagate_down,
+                   const BlobVec& bottom) override;
+
+ private:
+  template <typename T>
+  void ForwardT(const Blob& bottom, Blob* top);
+  template <typename T>
+  void BackwardT(const Blob& top, Blob* bottom);
+
+  Blob bottom_copy_;  // the input, kept for Backward when running in place
+};
+
+}  // namespace crema

@@ -1,0 +1,173 @@
+#include "layers/hinge_loss/hinge_loss_layer.hpp"
+
+#include <gtest/gtest.h>
+
+#include <algorithm>
+#include <cmath>
+#include <fstream>
+#include <functional>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "crema/layer_registry.hpp"
+#include "support/gradient_checker.hpp"
+#include "support/layer_test.hpp"
+#include "support/reference.hpp"
+
+// Scores stay inside (-0.9, 0.9), away from the kinks at +-1.
+CREMA_LAYER_CONFORMANCE(
+    HingeLoss, LayerCase("", {{4, 5}, {4}}).Integer(1, 5).Range(-0.9, 0.9),
+    LayerCase("hinge_loss_param { norm: L2 }", {{4, 5}, {4}}).Integer(1, 5).Range(-0.9, 0.9),
+    LayerCase("hinge_loss_param { norm: L1 }", {{3, 2, 2, 2}, {3, 1, 1, 1}})
+        .Integer(1, 8)
+        .Range(-0.9, 0.9)
+        .Name("nchw"),
+    LayerCase("loss_weight: 0.5 hinge_loss_param { norm: L2 }", {{3, 4}, {3}})
+        .Integer(1, 4)
+        .Range(-3, 3)  // L2 is smooth at its hinge
+        .Name("weighted"));
+
+namespace crema {
+namespace {
+
+using testing::CreateLayer;
+using testing::MakeBlob;
+
+TEST(HingeLossValues, MatchNaiveReference) {
+  const std::vector<double> x = {0.5, -2, 0.2, 1.5, -0.3, 0.7};
+  const std::vector<double> label = {0, 2};
+  for (bool l2 : {false, true}) {
+    auto layer = CreateLayer(StrCat(
+        "type: 'HingeLoss' loss_weight: 2 hinge_loss_param { norm: ", l2 ? "L2" : "L1", " }"));
+    auto scores = MakeBlob({2, 3}, x);
+    auto labels = MakeBlob({2}, label);
+    Blob loss;
+    layer->SetUp({scores.get(), labels.get()}, {&loss});
+    layer->Forward({scores.get(), labels.get()}, {&loss});
+    double expected = 0;
+    std::vector<double> diff(6);
+    for (int n = 0; n < 2; ++n)
+      for (int k = 0; k < 3; ++k) {
+        const double s = k == label[n] ? -1 : 1;
+        const double m = std::max(0.0, 1 + s * x[n * 3 + k]);
+        expected += l2 ? m * m : m;
+        diff[n * 3 + k] = 2.0 / 2 * s * (l2 ? 2 * m : (m > 0 ? 1 : 0));
+      }
+    EXPECT_NEAR(loss.data_at(0), expected / 2, 1e-12) << l2;
+    layer->Backward({&loss}, {true, false}, {scores.get(), labels.get()});
+    for (int i = 0; i < 6; ++i) EXPECT_NEAR(scores->diff_at(i), diff[i], 1e-12) << l2 << " " << i;
+  }
+}
+
+TEST(HingeLossErrors, BadLabelsAndShapes) {
+  Blob loss;
+  for (double bad : {3.0, -1.0}) {
+    auto layer = CreateLayer("type: 'HingeLoss'");
+    auto scores = MakeBlob({2, 3}, {});
+    auto labels = MakeBlob({2}, {0, bad});
+    layer->SetUp({scores.get(), labels.get()}, {&loss});
+    try {
+      layer->Forward({scores.get(), labels.get()}, {&loss});
+      FAIL() << "expected a RuntimeError";
+    } catch (const RuntimeError& e) {
+      EXPECT_NE(std::string(e.what()).find("outside [0, 3)"), std::string::npos) << e.what();
+    }
+  }
+  auto layer = CreateLayer("type: 'HingeLoss'");
+  auto scores = MakeBlob({2, 3}, {});
+  auto labels = MakeBlob({2, 2}, {});
+  EXPECT_THROW(layer->SetUp({scores.get(), labels.get()}, {&loss}), ConfigError);
+  auto layer2 = CreateLayer("type: 'HingeLoss'");
+  auto ok = MakeBlob({2}, {0, 1});
+  layer2->SetUp({scores.get(), ok.get()}, {&loss});
+  layer2->Forward({scores.get(), ok.get()}, {&loss});
+  EXPECT_THROW(layer2->Backward({&loss}, {true, true}, {scores.get(), ok.get()}), ConfigError);
+}
+
+// ---- against BVLC Caffe's own outputs (layer_zoo: tops, bottom diffs, param diffs) ----
+
+struct ZooBlob {
+  std::string file;  // relative to the layer_zoo folder
+  std::vector<int> shape;
+};
+
+void ExpectNearZoo(const Blob& actual, const std::string& path, bool diff) {
+  const std::vector<float> expected = testing::ReadF32(path);
+  ASSERT_EQ(static_cast<int64_t>(expected.size()), actual.count()) << path;
+  double scale = 0;
+  for (float v : expected) scale = std::max(scale, std::abs(static_cast<double>(v)));
+  for (size_t i = 0; i < expected.size(); ++i) {
+    const double a = diff ? actual.diff_at(i) : actual.data_at(i);
+    EXPECT_NEAR(a, expected[i], 2e-5 * std::max(scale, 1e-3)) << path << " at " << i;
+  }
+}
+
+// Builds layer `name` from layer_zoo.caffemodel (its parameter and weights), feeds it Caffe's
+// bottoms, and compares its tops, bottom diffs (empty file: not propagated) and param diffs.
+// Without top_diffs the tops are losses and carry their loss weights.
+void CheckLayerZoo(const std::string& dir, const std::string& name,
+                   const std::vector<ZooBlob>& bottoms, const std::vector<std::string>& tops,
+                   const std::vector<std::string>& top_diffs,
+                   const std::vector<std::string>& bottom_diffs,
+                   const std::vector<std::string>& param_diffs,
+                   const std::function<void(LayerParameter*)>& edit = nullptr) {
+  NetParameter net;
+  {
+    std::ifstream in(dir + "/layer_zoo.caffemodel", std::ios::binary);
+    ASSERT_TRUE(net.ParseFromIstream(&in));
+  }
+  const LayerParameter* found = nullptr;
+  for (const LayerParameter& l : net.layer())
+    if (l.name() == name) found = &l;
+  ASSERT_NE(found, nullptr) << name;
+  LayerParameter param = *found;
+  if (edit) edit(&param);
+  std::unique_ptr<Layer> layer = LayerRegistry::Create(param);
+  std::vector<std::unique_ptr<Blob>> owned;
+  BlobVec bottom, top;
+  for (const ZooBlob& b : bottoms) {
+    owned.push_back(std::make_unique<Blob>(b.shape));
+    const std::vector<float> values = testing::ReadF32(dir + "/" + b.file);
+    ASSERT_EQ(static_cast<int64_t>(values.size()), owned.back()->count()) << b.file;
+    std::copy(values.begin(), values.end(), owned.back()->mutable_cpu_data<float>());
+    bottom.push_back(owned.back().get());
+  }
+  for (size_t i = 0; i < tops.size(); ++i) {
+    owned.push_back(std::make_unique<Blob>());
+    top.push_back(owned.back().get());
+  }
+  layer->SetUp(bottom, top);
+  layer->Forward(bottom, top);
+  for (size_t i = 0; i < tops.size(); ++i) ExpectNearZoo(*top[i], dir + "/" + tops[i], false);
+  for (size_t i = 0; i < top_diffs.size(); ++i) {
+    const std::vector<float> diff = testing::ReadF32(dir + "/" + top_diffs[i]);
+    ASSERT_EQ(static_cast<int64_t>(diff.size()), top[i]->count()) << top_diffs[i];
+    std::copy(diff.begin(), diff.end(), top[i]->mutable_cpu_diff<float>());
+  }
+  for (auto& blob : layer->blobs()) blob->SetDiffZero();
+  std::vector<bool> propagate_down;
+  for (size_t i = 0; i < bottom.size(); ++i)
+    propagate_down.push_back(i < bottom_diffs.size() && !bottom_diffs[i].empty());
+  layer->Backward(top, propagate_down, bottom);
+  for (size_t i = 0; i < bottom.size(); ++i)
+    if (propagate_down[i]) ExpectNearZoo(*bottom[i], dir + "/" + bottom_diffs[i], true);
+  ASSERT_EQ(layer->blobs().size(), param_diffs.size());
+  for (size_t p = 0; p < param_diffs.size(); ++p)
+    ExpectNearZoo(*layer->blobs()[p], dir + "/" + param_diffs[p], true);
+}
+
+TEST(HingeLossCaffe, MatchesLayerZoo) {
+  CREMA_REQUIRE_REFERENCE(dir, "bvlc/numeric/layer_zoo");
+  CheckLayerZoo(dir, "loss_hinge_l1",
+                {{"fwd/132_ip_rnn__top0_ip_rnn.f32", {2, 10}}, {"inputs/label.f32", {2}}},
+                {"fwd/138_loss_hinge_l1__top0_loss_hinge_l1.f32"}, {},
+                {"bwd/138_loss_hinge_l1__bottom0_ip_rnn.f32", ""}, {});
+  CheckLayerZoo(dir, "loss_hinge_l2",
+                {{"fwd/126_ip_t__top0_ip_t.f32", {2, 10}}, {"inputs/label.f32", {2}}},
+                {"fwd/139_loss_hinge_l2__top0_loss_hinge_l2.f32"}, {},
+                {"bwd/139_loss_hinge_l2__bottom0_ip_t_ip_t_0_split_1.f32", ""}, {});
+}
+
+}  // namespace
+}  // namespace crema

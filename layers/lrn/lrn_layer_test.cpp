@@ -1,0 +1,233 @@
+#include "layers/lrn/lrn_layer.hpp"
+
+#include <gtest/gtest.h>
+
+#include <algorithm>
+#include <cmath>
+#include <fstream>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "crema/layer_registry.hpp"
+#include "support/gradient_checker.hpp"
+#include "support/layer_test.hpp"
+#include "support/reference.hpp"
+
+CREMA_LAYER_CONFORMANCE(
+    LRN, LayerCase("", {{2, 7, 3, 3}}).Name("across_default"),
+    LayerCase("lrn_param { local_size: 3 alpha: 0.5 beta: 0.6 k: 2 }", {{2, 4, 3, 2}})
+        .Name("across_params"),
+    LayerCase("lrn_param { local_size: 7 alpha: 2 }", {{1, 3, 2, 2}}).Name("across_wider"),
+    LayerCase("lrn_param { local_size: 1 beta: 1.5 }", {{2, 2, 2, 3}}).Name("across_size1"),
+    LayerCase("lrn_param { norm_region: WITHIN_CHANNEL }", {{2, 2, 5, 6}}).Name("within_default"),
+    LayerCase("lrn_param { norm_region: WITHIN_CHANNEL local_size: 3 alpha: 3 beta: 0.5 k: 7 }",
+              {{2, 3, 4, 3}})
+        .Name("within_params"),
+    LayerCase("lrn_param { norm_region: WITHIN_CHANNEL local_size: 1 }", {{1, 2, 3, 3}})
+        .Name("within_size1"));
+
+namespace crema {
+namespace {
+
+using testing::FillUniform;
+
+// By definition, in double.
+std::vector<double> NaiveLRN(const Blob& x, bool across, int size, double alpha, double beta,
+                             double k) {
+  const int num = x.shape(0), channels = x.shape(1), height = x.shape(2), width = x.shape(3);
+  const int half = (size - 1) / 2;
+  std::vector<double> y(x.count());
+  auto at = [&](int n, int c, int h, int w) {
+    if (c < 0 || c >= channels || h < 0 || h >= height || w < 0 || w >= width) return 0.0;
+    return x.data_at(((static_cast<int64_t>(n) * channels + c) * height + h) * width + w);
+  };
+  for (int n = 0; n < num; ++n)
+    for (int c = 0; c < channels; ++c)
+      for (int h = 0; h < height; ++h)
+        for (int w = 0; w < width; ++w) {
+          double sum = 0, scale;
+          if (across) {
+            for (int d = -half; d <= half; ++d) sum += std::pow(at(n, c + d, h, w), 2);
+            scale = k + alpha / size * sum;
+          } else {
+            for (int dh = -half; dh <= half; ++dh)
+              for (int dw = -half; dw <= half; ++dw) sum += std::pow(at(n, c, h + dh, w + dw), 2);
+            scale = 1 + alpha / (size * size) * sum;
+          }
+          y[((static_cast<int64_t>(n) * channels + c) * height + h) * width + w] =
+              at(n, c, h, w) * std::pow(scale, -beta);
+        }
+  return y;
+}
+
+TEST(LRNValues, ForwardByDefinition) {
+  for (DataType dtype : {DataType::kFloat32, DataType::kFloat64}) {
+    for (bool across : {true, false}) {
+      SCOPED_TRACE(StrCat(DataTypeName(dtype), across ? " across" : " within"));
+      const double tol = dtype == DataType::kFloat64 ? 1e-12 : 1e-5;
+      auto layer = testing::CreateLayer(
+          StrCat("type: 'LRN' lrn_param { local_size: 3 alpha: 0.75 beta: 0.5 k: 1.5 "
+                 "norm_region: ",
+                 across ? "ACROSS_CHANNELS" : "WITHIN_CHANNEL", " }"),
+          dtype);
+      Blob bottom(std::vector<int>{2, 5, 4, 3}, dtype), top(dtype);
+      FillUniform(&bottom, -2, 2);
+      layer->SetUp({&bottom}, {&top});
+      layer->Forward({&bottom}, {&top});
+      const std::vector<double> expected = NaiveLRN(bottom, across, 3, 0.75, 0.5, 1.5);
+      for (int64_t i = 0; i < top.count(); ++i) EXPECT_NEAR(top.data_at(i), expected[i], tol) << i;
+    }
+  }
+}
+
+TEST(LRNValues, HandComputedAcrossChannels) {
+  // Two channels, local_size 3, alpha 3, beta 1, k 1: s = 1 + (x0^2 + x1^2) for both.
+  auto layer =
+      testing::CreateLayer("type: 'LRN' lrn_param { local_size: 3 alpha: 3 beta: 1 k: 1 }");
+  auto bottom = testing::MakeBlob({1, 2, 1, 1}, {1, 2});
+  Blob top(DataType::kFloat64);
+  layer->SetUp({bottom.get()}, {&top});
+  layer->Forward({bottom.get()}, {&top});
+  EXPECT_NEAR(top.data_at(0), 1.0 / 6, 1e-15);
+  EXPECT_NEAR(top.data_at(1), 2.0 / 6, 1e-15);
+}
+
+// SetUp of the layer `text` (named "bad") on bottoms of `shapes` must throw a ConfigError whose
+// message names `field` and the layer.
+void ExpectSetUpError(const std::string& text, const std::vector<std::vector<int>>& shapes,
+                      const std::string& field) {
+  SCOPED_TRACE(text);
+  LayerParameter param = testing::ParseLayerParam("name: 'bad' " + text);
+  std::unique_ptr<Layer> layer = LayerRegistry::Create(param);
+  std::vector<std::unique_ptr<Blob>> blobs;
+  BlobVec bottom;
+  for (const auto& shape : shapes) {
+    blobs.push_back(std::make_unique<Blob>(shape));
+    bottom.push_back(blobs.back().get());
+  }
+  Blob top;
+  try {
+    layer->SetUp(bottom, {&top});
+    ADD_FAILURE() << "expected a ConfigError mentioning " << field;
+  } catch (const ConfigError& e) {
+    EXPECT_NE(std::string(e.what()).find(field), std::string::npos) << e.what();
+    EXPECT_NE(std::string(e.what()).find("layer \"bad\""), std::string::npos) << e.what();
+  }
+}
+
+TEST(LRNErrors, Parameters) {
+  ExpectSetUpError("type: 'LRN' lrn_param { local_size: 4 }", {{1, 3, 2, 2}},
+                   "lrn_param.local_size");
+  ExpectSetUpError("type: 'LRN' lrn_param { local_size: 0 }", {{1, 3, 2, 2}},
+                   "lrn_param.local_size");
+  ExpectSetUpError("type: 'LRN'", {{3, 2, 2}}, "4 axes");
+}
+
+TEST(LRNErrors, NotInPlace) {
+  auto layer = testing::CreateLayer("type: 'LRN'");
+  Blob blob(std::vector<int>{1, 3, 2, 2}, DataType::kFloat64);
+  EXPECT_THROW(layer->SetUp({&blob}, {&blob}), ConfigError);
+  EXPECT_FALSE(layer->AllowsInPlace());
+}
+
+// ---- against BVLC Caffe's own outputs (layer_zoo: forward, bottom diffs, param diffs) ----
+
+// The layer called `name` in layer_zoo.caffemodel (parameters and blobs as Caffe saved them).
+LayerParameter ZooLayer(const std::string& dir, const std::string& name) {
+  NetParameter net;
+  std::ifstream in(dir + "/layer_zoo.caffemodel", std::ios::binary);
+  EXPECT_TRUE(net.ParseFromIstream(&in)) << dir;
+  for (const LayerParameter& layer : net.layer())
+    if (layer.name() == name) return layer;
+  ADD_FAILURE() << "no layer " << name << " in layer_zoo.caffemodel";
+  return LayerParameter();
+}
+
+std::unique_ptr<Blob> LoadF32(const std::string& path, const std::vector<int>& shape) {
+  const std::vector<float> values = testing::ReadF32(path);
+  auto blob = std::make_unique<Blob>(shape);
+  EXPECT_EQ(static_cast<int64_t>(values.size()), blob->count()) << path;
+  if (static_cast<int64_t>(values.size()) == blob->count())
+    std::copy(values.begin(), values.end(), blob->mutable_cpu_data<float>());
+  return blob;
+}
+
+// Caffe's float32 values vs ours, relative to the largest magnitude of the reference.
+void ExpectNearRef(const Blob& actual, const std::string& path, bool diff) {
+  const std::vector<float> expected = testing::ReadF32(path);
+  ASSERT_EQ(static_cast<int64_t>(expected.size()), actual.count()) << path;
+  double scale = 0;
+  for (float v : expected) scale = std::max(scale, std::abs(static_cast<double>(v)));
+  int failures = 0;
+  for (size_t i = 0; i < expected.size(); ++i) {
+    const double a = diff ? actual.diff_at(i) : actual.data_at(i);
+    if (std::abs(a - expected[i]) <= 2e-5 * std::max(scale, 1e-3)) continue;
+    if (++failures <= 5) ADD_FAILURE() << path << " at " << i << ": " << a << " vs " << expected[i];
+  }
+}
+
+struct ZooCase {
+  std::string layer;
+  std::vector<std::pair<std::string, std::vector<int>>> bottoms;  // fwd/ or inputs/ files
+  std::string top;                                                // fwd/ file of top[0]
+  std::string top_diff;                                           // bwd/ file holding top[0]'s diff
+  std::vector<std::string> bottom_diffs;  // bwd/ files, one per bottom ("" = not checked)
+  std::vector<std::string> param_diffs;   // grad/ files, one per learned blob
+};
+
+// Runs one layer of layer_zoo on Caffe's inputs and compares forward, bottom and param diffs.
+// Returns the layer so that callers can check more (e.g. BatchNorm's statistics).
+std::unique_ptr<Layer> RunZooCase(const std::string& dir, const ZooCase& c) {
+  std::unique_ptr<Layer> layer = LayerRegistry::Create(ZooLayer(dir, c.layer));
+  std::vector<std::unique_ptr<Blob>> bottoms;
+  BlobVec bottom;
+  for (const auto& [file, shape] : c.bottoms) {
+    bottoms.push_back(LoadF32(dir + "/" + file, shape));
+    bottom.push_back(bottoms.back().get());
+  }
+  Blob top;
+  layer->SetUp(bottom, {&top});
+  layer->Forward(bottom, {&top});
+  ExpectNearRef(top, dir + "/" + c.top, false);
+  const std::vector<float> top_diff = testing::ReadF32(dir + "/" + c.top_diff);
+  EXPECT_EQ(static_cast<int64_t>(top_diff.size()), top.count()) << c.top_diff;
+  if (static_cast<int64_t>(top_diff.size()) != top.count()) return layer;
+  std::copy(top_diff.begin(), top_diff.end(), top.mutable_cpu_diff<float>());
+  EXPECT_EQ(layer->blobs().size(), c.param_diffs.size());
+  for (size_t i = 0; i < layer->blobs().size(); ++i) {
+    layer->blobs()[i]->SetDiffZero();
+    layer->set_param_propagate_down(static_cast<int>(i), true);
+  }
+  std::vector<bool> propagate_down;
+  for (const std::string& file : c.bottom_diffs) propagate_down.push_back(!file.empty());
+  layer->Backward({&top}, propagate_down, bottom);
+  for (size_t i = 0; i < c.bottom_diffs.size(); ++i)
+    if (!c.bottom_diffs[i].empty()) ExpectNearRef(*bottom[i], dir + "/" + c.bottom_diffs[i], true);
+  for (size_t i = 0; i < c.param_diffs.size() && i < layer->blobs().size(); ++i)
+    ExpectNearRef(*layer->blobs()[i], dir + "/" + c.param_diffs[i], true);
+  return layer;
+}
+
+TEST(LRNCaffe, AcrossChannels) {
+  CREMA_REQUIRE_REFERENCE(dir, "bvlc/numeric/layer_zoo");
+  RunZooCase(dir, ZooCase{"lrn_across",
+                          {{"fwd/021_relu_leaky__top0_relu_a.f32", {2, 6, 8, 8}}},
+                          "fwd/050_lrn_across__top0_lrn_across.f32",
+                          "bwd/069_eltwise_sum__bottom1_lrn_across.f32",
+                          {"bwd/050_lrn_across__bottom0_relu_a_relu_leaky_0_split_1.f32"},
+                          {}});
+}
+
+TEST(LRNCaffe, WithinChannel) {
+  CREMA_REQUIRE_REFERENCE(dir, "bvlc/numeric/layer_zoo");
+  RunZooCase(dir, ZooCase{"lrn_within",
+                          {{"fwd/011_conv_a__top0_conv_a.f32", {2, 6, 8, 8}}},
+                          "fwd/051_lrn_within__top0_lrn_within.f32",
+                          "bwd/052_lrn_within_lrn_within_0_split__bottom0_lrn_within.f32",
+                          {"bwd/051_lrn_within__bottom0_conv_a_conv_a_0_split_8.f32"},
+                          {}});
+}
+
+}  // namespace
+}  // namespace crema

@@ -1,0 +1,29 @@
+#pragma once
+#include "crema/layer.hpp"
+
+namespace crema {
+
+// Mish (crema): y = x * tanh(softplus(x)), softplus(x) = log(1 + exp(x)); any shape; in-place
+// safe (the bottom is copied). With t = tanh(softplus(x)):
+// dy/dx = t + x * sigmoid(x) * (1 - t^2). No params.
+class MishLayer final : public NeuronLayer {
+ public:
+  using NeuronLayer::NeuronLayer;
+  const char* type() const override { return "Mish"; }
+  void Reshape(const BlobVec& bottom, const BlobVec& top) override;
+
+ protected:
+  void ForwardCpu(const BlobVec& bottom, const BlobVec& top) override;
+  void BackwardCpu(const BlobVec& top, const std::vector<bool>& propagate_down,
+                   const BlobVec& bottom) override;
+
+ private:
+  template <typename T>
+  void ForwardT(const Blob& bottom, Blob* top);
+  template <typename T>
+  void BackwardT(const Blob& top, Blob* bottom);
+
+  Blob bottom_copy_;  // the input, kept for Backward when running in place
+};
+
+}  // namespace crema

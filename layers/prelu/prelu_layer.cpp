@@ -1,0 +1,114 @@
+#include "layers/prelu/prelu_layer.hpp"
+
+#include <algorithm>
+#include <memory>
+
+#include "core/filler.hpp"
+#include "crema/layer_registry.hpp"
+
+namespace crema {
+
+void PReLULayer::LayerSetUp(const BlobVec& bottom, const BlobVec& top) {
+  CREMA_CHECK_SHAPE(bottom[0]->num_axes() >= 2, "PReLU needs a bottom with at least 2 axes, got ",
+                    bottom[0]->shape_string());
+  const PReLUParameter& param = layer_param_.prelu_param();
+  channel_shared_ = param.channel_shared();
+  const int channels = bottom[0]->shape(1);
+  const int64_t expected = channel_shared_ ? 1 : channels;
+  if (!blobs_.empty()) {
+    // Slopes came with the parameter (a .caffemodel): Caffe checks only their count.
+    CREMA_CHECK_PARAM(blobs_.size() == 1, "blobs", "must hold 1 blob (the slopes), got ",
+                      blobs_.size());
+    CREMA_CHECK_PARAM(blobs_[0]->count() == expected, "blobs",
+                      "negative slope count is inconsistent with prelu_param.channel_shared: ",
+                      "expected ", expected, ", got ", blobs_[0]->count());
+    if (blobs_[0]->dtype() != dtype()) {
+      auto converted = std::make_shared<Blob>(blobs_[0]->shape(), dtype());
+      converted->CopyFrom(*blobs_[0]);
+      blobs_[0] = converted;
+    }
+  } else {
+    const std::vector<int> shape =
+        channel_shared_ ? std::vector<int>{} : std::vector<int>{channels};
+    blobs_.push_back(std::make_shared<Blob>(shape, dtype()));
+    FillerParameter filler = param.filler();
+    if (!param.has_filler()) {
+      filler.set_type("constant");
+      filler.set_value(0.25f);
+    }
+    FillBlob(filler, blobs_[0].get(), ErrorPrefix("prelu_param.filler") + "prelu_param.filler: ");
+  }
+  param_propagate_down_.assign(1, true);
+}
+
+void PReLULayer::Reshape(const BlobVec& bottom, const BlobVec& top) {
+  CREMA_CHECK_SHAPE(bottom[0]->num_axes() >= 2, "PReLU needs a bottom with at least 2 axes, got ",
+                    bottom[0]->shape_string());
+  const int64_t expected = channel_shared_ ? 1 : bottom[0]->shape(1);
+  CREMA_CHECK_SHAPE(blobs_[0]->count() == expected, "bottom ", bottom[0]->shape_string(), " has ",
+                    bottom[0]->shape(1), " channels, but the layer has ", blobs_[0]->count(),
+                    " slopes");
+  top[0]->ReshapeLike(*bottom[0]);
+  if (bottom[0] == top[0]) {
+    if (bottom_copy_.dtype() != bottom[0]->dtype()) bottom_copy_.set_dtype(bottom[0]->dtype());
+    bottom_copy_.ReshapeLike(*bottom[0]);
+  }
+}
+
+template <typename T>
+void PReLULayer::ForwardT(const Blob& bottom, Blob* top) {
+  const int64_t count = bottom.count();
+  const int64_t dim = bottom.count(2);
+  const int channels = bottom.shape(1);
+  const T* bottom_data = bottom.cpu_data<T>();
+  if (&bottom == top) {
+    T* copy = bottom_copy_.mutable_cpu_data<T>();
+    std::copy(bottom_data, bottom_data + count, copy);
+    bottom_data = copy;
+  }
+  const T* slope = blobs_[0]->cpu_data<T>();
+  T* top_data = top->mutable_cpu_data<T>();
+  for (int64_t i = 0; i < count; ++i) {
+    const int64_t c = channel_shared_ ? 0 : (i / dim) % channels;
+    const T x = bottom_data[i];
+    top_data[i] = std::max(x, T(0)) + slope[c] * std::min(x, T(0));
+  }
+}
+
+template <typename T>
+void PReLULayer::BackwardT(const Blob& top, bool propagate_down, Blob* bottom) {
+  const int64_t count = bottom->count();
+  const int64_t dim = bottom->count(2);
+  const int channels = bottom->shape(1);
+  const T* bottom_data = &top == bottom ? bottom_copy_.cpu_data<T>() : bottom->cpu_data<T>();
+  const T* top_diff = top.cpu_diff<T>();
+  // In place, top_diff is the bottom diff: the slope gradient must be taken first.
+  if (param_propagate_down(0)) {
+    T* slope_diff = blobs_[0]->mutable_cpu_diff<T>();
+    for (int64_t i = 0; i < count; ++i) {
+      const int64_t c = channel_shared_ ? 0 : (i / dim) % channels;
+      if (bottom_data[i] <= 0) slope_diff[c] += top_diff[i] * bottom_data[i];
+    }
+  }
+  if (propagate_down) {
+    const T* slope = blobs_[0]->cpu_data<T>();
+    T* bottom_diff = bottom->mutable_cpu_diff<T>();
+    for (int64_t i = 0; i < count; ++i) {
+      const int64_t c = channel_shared_ ? 0 : (i / dim) % channels;
+      bottom_diff[i] = top_diff[i] * (bottom_data[i] > 0 ? T(1) : slope[c]);
+    }
+  }
+}
+
+void PReLULayer::ForwardCpu(const BlobVec& bottom, const BlobVec& top) {
+  CREMA_DISPATCH_FLOAT(bottom[0]->dtype(), T, ForwardT<T>(*bottom[0], top[0]));
+}
+
+void PReLULayer::BackwardCpu(const BlobVec& top, const std::vector<bool>& propagate_down,
+                             const BlobVec& bottom) {
+  CREMA_DISPATCH_FLOAT(bottom[0]->dtype(), T, BackwardT<T>(*top[0], propagate_down[0], bottom[0]));
+}
+
+CREMA_REGISTER_LAYER(PReLU, PReLULayer);
+
+}  // namespace crema

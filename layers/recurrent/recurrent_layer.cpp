@@ -1,0 +1,187 @@
+#include "layers/recurrent/recurrent_layer.hpp"
+
+#include <glog/logging.h>
+
+#include <cmath>
+#include <string>
+
+#include "core/filler.hpp"
+#include "math/math.hpp"
+
+namespace crema {
+namespace {
+
+std::string ShapeString(const std::vector<int>& shape) {
+  std::string s = "(";
+  for (size_t i = 0; i < shape.size(); ++i) s += (i ? " " : "") + std::to_string(shape[i]);
+  return s + ")";
+}
+
+}  // namespace
+
+void RecurrentLayer::CheckBottoms(const BlobVec& bottom) const {
+  CREMA_CHECK_SHAPE(bottom[0]->num_axes() >= 2,
+                    "bottom[0] (x) must have at least 2 axes (time steps, streams, ...), got ",
+                    bottom[0]->shape_string());
+  const int steps = bottom[0]->shape(0), streams = bottom[0]->shape(1);
+  CREMA_CHECK_SHAPE(
+      bottom[1]->num_axes() == 2 && bottom[1]->shape(0) == steps && bottom[1]->shape(1) == streams,
+      "bottom[1] (cont) must be ", steps, " x ", streams, " (time steps x streams, as x ",
+      bottom[0]->shape_string(), "), got ", bottom[1]->shape_string());
+  if (static_input_)
+    CREMA_CHECK_SHAPE(bottom[2]->num_axes() >= 1 && bottom[2]->shape(0) == streams,
+                      "bottom[2] (x_static) must have ", streams,
+                      " (streams) as its first axis, got ", bottom[2]->shape_string());
+  for (size_t i = 0; i < bottom.size(); ++i)
+    CREMA_CHECK_SHAPE(bottom[i]->dtype() == dtype(), "bottom[", i, "] is ",
+                      DataTypeName(bottom[i]->dtype()), " but the layer runs in ",
+                      DataTypeName(dtype()));
+}
+
+void RecurrentLayer::LayerSetUp(const BlobVec& bottom, const BlobVec& top) {
+  const RecurrentParameter& param = layer_param_.recurrent_param();
+  CREMA_CHECK_PARAM(param.num_output() > 0, "recurrent_param.num_output", "must be > 0, got ",
+                    param.num_output());
+  hidden_ = static_cast<int>(param.num_output());
+  static_input_ = static_cast<int>(bottom.size()) > 2 + NumExposed();
+  CheckBottoms(bottom);
+  T_ = bottom[0]->shape(0);
+  N_ = bottom[0]->shape(1);
+  const int64_t input_dim = bottom[0]->count(2);
+  const int64_t static_dim = static_input_ ? bottom[2]->count(1) : 0;
+  CREMA_CHECK_SHAPE(input_dim <= INT32_MAX && static_dim <= INT32_MAX,
+                    "inputs too large for the input transform");
+  input_dim_ = static_cast<int>(input_dim);
+  static_dim_ = static_cast<int>(static_dim);
+
+  std::vector<ParamSpec> specs = {{"W_x", {GateDim(), input_dim_}, false},
+                                  {"b", {GateDim()}, true}};
+  if (static_input_) specs.push_back({"W_x_static", {GateDim(), static_dim_}, false});
+  for (const ParamSpec& spec : RecurrentParams()) specs.push_back(spec);
+  if (!blobs_.empty()) {
+    // Weights came with the parameter (a .caffemodel): check them, skip the fillers.
+    CREMA_CHECK_PARAM(blobs_.size() == specs.size(), "blobs", "must hold ", specs.size(), " blobs",
+                      static_input_ ? " (with the static input)" : "", ", got ", blobs_.size());
+    for (size_t i = 0; i < specs.size(); ++i) {
+      int64_t count = 1;
+      for (int d : specs[i].shape) count *= d;
+      CREMA_CHECK_PARAM(blobs_[i]->count() == count &&
+                            (blobs_[i]->shape() == specs[i].shape || blobs_[i]->num_axes() == 4),
+                        "blobs", "blob ", i, " (", specs[i].name, ") must have shape ",
+                        ShapeString(specs[i].shape), ", got ", blobs_[i]->shape_string());
+      blobs_[i]->Reshape(specs[i].shape);
+      if (blobs_[i]->dtype() != dtype()) {
+        auto converted = std::make_shared<Blob>(specs[i].shape, dtype());
+        converted->CopyFrom(*blobs_[i]);
+        blobs_[i] = converted;
+      }
+    }
+  } else {
+    for (const ParamSpec& spec : specs) {
+      blobs_.push_back(std::make_shared<Blob>(spec.shape, dtype()));
+      const char* field =
+          spec.bias ? "recurrent_param.bias_filler" : "recurrent_param.weight_filler";
+      FillBlob(spec.bias ? param.bias_filler() : param.weight_filler(), blobs_.back().get(),
+               ErrorPrefix(field) + field + ": ");
+    }
+  }
+  param_propagate_down_.assign(blobs_.size(), true);
+  carried_.clear();
+  for (int k = 0; k < NumStates(); ++k) carried_.push_back(std::make_unique<Blob>(dtype()));
+}
+
+void RecurrentLayer::Reshape(const BlobVec& bottom, const BlobVec& top) {
+  CheckBottoms(bottom);
+  T_ = bottom[0]->shape(0);
+  N_ = bottom[0]->shape(1);
+  CREMA_CHECK_SHAPE(bottom[0]->count(2) == input_dim_, "bottom[0] (x) ", bottom[0]->shape_string(),
+                    " has ", bottom[0]->count(2),
+                    " values per step and stream, but the layer was set up for ", input_dim_);
+  if (static_input_)
+    CREMA_CHECK_SHAPE(bottom[2]->count(1) == static_dim_, "bottom[2] (x_static) ",
+                      bottom[2]->shape_string(), " has ", bottom[2]->count(1),
+                      " values per stream, but the layer was set up for ", static_dim_);
+  const std::vector<int> state_shape = {1, N_, hidden_};
+  for (int k = 0; k < NumExposed(); ++k) {
+    const Blob& state = *bottom[2 + static_input_ + k];
+    CREMA_CHECK_SHAPE(state.shape() == state_shape, "bottom[", 2 + static_input_ + k,
+                      "] (initial state) must be 1 x ", N_, " x ", hidden_, ", got ",
+                      state.shape_string());
+  }
+  for (Blob* t : top)
+    for (Blob* b : bottom) CREMA_CHECK_SHAPE(t != b, "does not support in-place computation");
+  for (auto& state : carried_) {
+    if (state->shape() == state_shape) continue;
+    // A new number of streams starts every stream afresh.
+    state->Reshape(state_shape);
+    state->SetDataZero();
+  }
+  top[0]->Reshape(std::vector<int>{T_, N_, hidden_});
+  for (int k = 0; k < NumExposed(); ++k) top[1 + k]->Reshape(state_shape);
+}
+
+template <typename T>
+void RecurrentLayer::SetFinalState(const BlobVec& top, int k, const T* state) {
+  Blob* target = NumExposed() > 0 ? top[1 + k] : carried_[k].get();
+  cpu::Copy<T>(target->count(), state, target->mutable_cpu_data<T>());
+}
+
+template <typename T>
+void RecurrentLayer::InputTransform(const BlobVec& bottom, T* gx, T* gs) {
+  const int rows = T_ * N_, gates = GateDim();
+  cpu::Gemm<T>(cpu::Trans::kNo, cpu::Trans::kYes, rows, gates, input_dim_, T(1),
+               bottom[0]->cpu_data<T>(), blobs_[0]->cpu_data<T>(), T(0), gx);
+  const T* bias = blobs_[1]->cpu_data<T>();
+  for (int r = 0; r < rows; ++r)
+    for (int g = 0; g < gates; ++g) gx[int64_t{r} * gates + g] += bias[g];
+  if (static_input_)
+    cpu::Gemm<T>(cpu::Trans::kNo, cpu::Trans::kYes, N_, gates, static_dim_, T(1),
+                 bottom[2]->cpu_data<T>(), blobs_[2]->cpu_data<T>(), T(0), gs);
+}
+
+template <typename T>
+void RecurrentLayer::InputTransformBackward(const BlobVec& bottom,
+                                            const std::vector<bool>& propagate_down,
+                                            const T* gx_diff, const T* gs_diff) {
+  const int rows = T_ * N_, gates = GateDim();
+  if (param_propagate_down(0))
+    cpu::Gemm<T>(cpu::Trans::kYes, cpu::Trans::kNo, gates, input_dim_, rows, T(1), gx_diff,
+                 bottom[0]->cpu_data<T>(), T(1), blobs_[0]->mutable_cpu_diff<T>());
+  if (param_propagate_down(1)) {
+    T* bias_diff = blobs_[1]->mutable_cpu_diff<T>();
+    for (int r = 0; r < rows; ++r)
+      for (int g = 0; g < gates; ++g) bias_diff[g] += gx_diff[int64_t{r} * gates + g];
+  }
+  if (propagate_down[0])
+    cpu::Gemm<T>(cpu::Trans::kNo, cpu::Trans::kNo, rows, input_dim_, gates, T(1), gx_diff,
+                 blobs_[0]->cpu_data<T>(), T(0), bottom[0]->mutable_cpu_diff<T>());
+  if (!static_input_) return;
+  if (param_propagate_down(2))
+    cpu::Gemm<T>(cpu::Trans::kYes, cpu::Trans::kNo, gates, static_dim_, N_, T(1), gs_diff,
+                 bottom[2]->cpu_data<T>(), T(1), blobs_[2]->mutable_cpu_diff<T>());
+  if (propagate_down[2])
+    cpu::Gemm<T>(cpu::Trans::kNo, cpu::Trans::kNo, N_, static_dim_, gates, T(1), gs_diff,
+                 blobs_[2]->cpu_data<T>(), T(0), bottom[2]->mutable_cpu_diff<T>());
+}
+
+template <typename T>
+void RecurrentLayer::LogSteps(const char* what, const T* data, int64_t step_count) const {
+  for (int t = 0; t < T_; ++t) {
+    double sum = 0;
+    for (int64_t i = 0; i < step_count; ++i) sum += std::abs(data[t * step_count + i]);
+    LOG(INFO) << "    [" << type() << " " << name() << "] step " << t << ", " << what
+              << ": mean |value| = " << (step_count ? sum / step_count : 0.0);
+  }
+}
+
+#define CREMA_INSTANTIATE_RECURRENT(T)                                           \
+  template void RecurrentLayer::SetFinalState<T>(const BlobVec&, int, const T*); \
+  template void RecurrentLayer::InputTransform<T>(const BlobVec&, T*, T*);       \
+  template void RecurrentLayer::InputTransformBackward<T>(                       \
+      const BlobVec&, const std::vector<bool>&, const T*, const T*);             \
+  template void RecurrentLayer::LogSteps<T>(const char*, const T*, int64_t) const;
+CREMA_INSTANTIATE_RECURRENT(float)
+CREMA_INSTANTIATE_RECURRENT(double)
+#undef CREMA_INSTANTIATE_RECURRENT
+
+}  // namespace crema

@@ -1,0 +1,56 @@
+#pragma once
+#include <vector>
+
+#include "crema/layer.hpp"
+
+namespace crema {
+
+// Multiplies bottom[0] by a scale broadcast over it, optionally adding a bias, as Caffe:
+//   top[o, d, i] = bottom[o, d, i] * s[d] (+ b[d'])   (o outer, d over s's axes, i inner).
+// s lines up with axes [axis, axis + s.num_axes()) of bottom[0] (a scalar s has axis 0). s is
+// bottom[1] when given, else a learned blob of shape bottom[0].shape[axis, axis + num_axes)
+// (num_axes -1: to the end). With bias_term, b is always learned and, as in Caffe, its shape is
+// bottom[0].shape[axis, axis + num_axes) even when s comes from bottom[1].
+// Backward: d bottom[0] = d top * s; d s = sum over o and i of d top * bottom[0];
+// d b = sum over o and i of d top. Learned blobs accumulate their diffs; bottom[1]'s is written.
+// Blobs: [s, b] with one bottom, [b] with two (when bias_term). In-place safe (top == bottom[0]):
+// the bottom is then kept for the gradient of s.
+// Params: scale_param { axis (1), num_axes (1; -1 = all remaining; ignored for s from bottom[1]),
+// filler (constant 1 by default), bias_term (false), bias_filler (constant 0 by default) }.
+class ScaleLayer final : public Layer {
+ public:
+  using Layer::Layer;
+  const char* type() const override { return "Scale"; }
+  void LayerSetUp(const BlobVec& bottom, const BlobVec& top) override;
+  void Reshape(const BlobVec& bottom, const BlobVec& top) override;
+
+  int MinBottomBlobs() const override { return 1; }
+  int MaxBottomBlobs() const override { return 2; }
+  int ExactNumTopBlobs() const override { return 1; }
+  bool AllowsInPlace() const override { return true; }
+
+ protected:
+  void ForwardCpu(const BlobVec& bottom, const BlobVec& top) override;
+  void BackwardCpu(const BlobVec& top, const std::vector<bool>& propagate_down,
+                   const BlobVec& bottom) override;
+
+ private:
+  // The axis of bottom[0] where `blob` lines up (0 for a scalar), checked against its shape.
+  int BroadcastAxis(const Blob& bottom, const Blob& blob, const char* what);
+  // A learned blob of bottom[0].shape[axis, axis + num_axes) filled by `filler`.
+  void AddLearnedBlob(const Blob& bottom, const FillerParameter& filler, const char* filler_field);
+  template <typename T>
+  void ForwardT(const BlobVec& bottom, const BlobVec& top);
+  template <typename T>
+  void BackwardT(const BlobVec& top, const std::vector<bool>& propagate_down,
+                 const BlobVec& bottom);
+
+  bool bias_term_ = false;
+  int bias_param_id_ = -1;
+  int64_t outer_dim_ = 0, scale_dim_ = 0, inner_dim_ = 0;
+  int64_t bias_outer_dim_ = 0, bias_dim_ = 0, bias_inner_dim_ = 0;
+  // In place: a copy of bottom[0] for the gradient of the scale.
+  Blob bottom_copy_;
+};
+
+}  // namespace crema

@@ -1,0 +1,39 @@
+#include "layers/tanh/tanh_layer.hpp"
+
+#include <cmath>
+
+#include "crema/layer_registry.hpp"
+
+namespace crema {
+
+template <typename T>
+void TanHLayer::ForwardT(const Blob& bottom, Blob* top) const {
+  const T* bottom_data = bottom.cpu_data<T>();
+  T* top_data = top->mutable_cpu_data<T>();
+  const int64_t count = bottom.count();
+  for (int64_t i = 0; i < count; ++i) top_data[i] = std::tanh(bottom_data[i]);
+}
+
+template <typename T>
+void TanHLayer::BackwardT(const Blob& top, Blob* bottom) const {
+  const T* top_data = top.cpu_data<T>();
+  const T* top_diff = top.cpu_diff<T>();
+  T* bottom_diff = bottom->mutable_cpu_diff<T>();
+  const int64_t count = bottom->count();
+  for (int64_t i = 0; i < count; ++i)
+    bottom_diff[i] = top_diff[i] * (T(1) - top_data[i] * top_data[i]);
+}
+
+void TanHLayer::ForwardCpu(const BlobVec& bottom, const BlobVec& top) {
+  CREMA_DISPATCH_FLOAT(bottom[0]->dtype(), T, ForwardT<T>(*bottom[0], top[0]));
+}
+
+void TanHLayer::BackwardCpu(const BlobVec& top, const std::vector<bool>& propagate_down,
+                            const BlobVec& bottom) {
+  if (!propagate_down[0]) return;
+  CREMA_DISPATCH_FLOAT(bottom[0]->dtype(), T, BackwardT<T>(*top[0], bottom[0]));
+}
+
+CREMA_REGISTER_LAYER(TanH, TanHLayer);
+
+}  // namespace crema

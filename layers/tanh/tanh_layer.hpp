@@ -1,0 +1,25 @@
+#pragma once
+#include "crema/layer.hpp"
+
+namespace crema {
+
+// y = tanh(x); any shape; in-place safe. dy/dx = 1 - y^2. No params (tanh_param holds only
+// Caffe's engine choice).
+class TanHLayer final : public NeuronLayer {
+ public:
+  using NeuronLayer::NeuronLayer;
+  const char* type() const override { return "TanH"; }
+
+ protected:
+  void ForwardCpu(const BlobVec& bottom, const BlobVec& top) override;
+  void BackwardCpu(const BlobVec& top, const std::vector<bool>& propagate_down,
+                   const BlobVec& bottom) override;
+
+ private:
+  template <typename T>
+  void ForwardT(const Blob& bottom, Blob* top) const;
+  template <typename T>
+  void BackwardT(const Blob& top, Blob* bottom) const;
+};
+
+}  // namespace crema
