@@ -1,5 +1,6 @@
 #include "layers/convolution/base_conv_layer.hpp"
 
+#include <algorithm>
 #include <memory>
 #include <string>
 
@@ -167,6 +168,8 @@ void BaseConvolutionLayer::LayerSetUp(const BlobVec& bottom, const BlobVec& top)
   param_propagate_down_.assign(blobs_.size(), true);
   col_buffer_.set_dtype(dtype());
   bias_multiplier_.set_dtype(dtype());
+  batch_col_.set_dtype(dtype());
+  batch_out_.set_dtype(dtype());
 }
 
 void BaseConvolutionLayer::Reshape(const BlobVec& bottom, const BlobVec& top) {
@@ -295,12 +298,208 @@ void BaseConvolutionLayer::BackwardBias(T* bias, const T* input) {
                bias_multiplier_.cpu_data<T>(), T(1), bias);
 }
 
+int64_t BaseConvolutionLayer::BatchChunk(int64_t bytes) const {
+  const int64_t per_image = kernel_dim_ * group_ * conv_out_spatial_dim_ * bytes;
+  return std::max<int64_t>(1, std::min<int64_t>(num_, kBatchColumnBytes / std::max<int64_t>(
+                                                                              per_image, 1)));
+}
+
+template <typename T>
+void BaseConvolutionLayer::Im2colBatch(const T* data, int64_t images, T* col) {
+  const int64_t ld = images * conv_out_spatial_dim_;
+  const int64_t channels = conv_in_channels_;
+  const int64_t kernel_volume = kernel_dim_ * group_ / conv_in_channels_;
+  const int64_t in_spatial = bottom_dim_ / channels_;
+  const int64_t units = images * channels;
+  const bool nd = force_nd_im2col_ || num_spatial_axes_ != 2;
+  std::vector<int> im_shape = conv_input_shape_;
+  std::vector<int> col_shape = col_buffer_shape_;
+  im_shape[0] = 1;
+  col_shape[0] = static_cast<int>(kernel_volume);
+#pragma omp parallel for if (units * kernel_volume * conv_out_spatial_dim_ > 65536)
+  for (int64_t u = 0; u < units; ++u) {
+    const int64_t n = u / channels;
+    const int64_t c = u % channels;
+    const T* im = data + n * bottom_dim_ + c * in_spatial;
+    T* dst = col + c * kernel_volume * ld + n * conv_out_spatial_dim_;
+    if (!nd) {
+      cpu::Im2colLd<T>(im, 1, conv_input_shape_[1], conv_input_shape_[2], kernel_shape_[0],
+                       kernel_shape_[1], pad_[0], pad_[1], stride_[0], stride_[1], dilation_[0],
+                       dilation_[1], dst, ld);
+    } else {
+      cpu::Im2colNdLd<T>(im, num_spatial_axes_, im_shape.data(), col_shape.data(),
+                         kernel_shape_.data(), pad_.data(), stride_.data(), dilation_.data(), dst,
+                         ld);
+    }
+  }
+}
+
+template <typename T>
+void BaseConvolutionLayer::Col2imBatch(const T* col, int64_t images, T* data) {
+  const int64_t ld = images * conv_out_spatial_dim_;
+  const int64_t channels = conv_in_channels_;
+  const int64_t kernel_volume = kernel_dim_ * group_ / conv_in_channels_;
+  const int64_t in_spatial = bottom_dim_ / channels_;
+  const int64_t units = images * channels;
+  const bool nd = force_nd_im2col_ || num_spatial_axes_ != 2;
+  std::vector<int> im_shape = conv_input_shape_;
+  std::vector<int> col_shape = col_buffer_shape_;
+  im_shape[0] = 1;
+  col_shape[0] = static_cast<int>(kernel_volume);
+#pragma omp parallel for if (units * kernel_volume * conv_out_spatial_dim_ > 65536)
+  for (int64_t u = 0; u < units; ++u) {
+    const int64_t n = u / channels;
+    const int64_t c = u % channels;
+    T* im = data + n * bottom_dim_ + c * in_spatial;
+    const T* src = col + c * kernel_volume * ld + n * conv_out_spatial_dim_;
+    if (!nd) {
+      cpu::Col2imLd<T>(src, ld, 1, conv_input_shape_[1], conv_input_shape_[2], kernel_shape_[0],
+                       kernel_shape_[1], pad_[0], pad_[1], stride_[0], stride_[1], dilation_[0],
+                       dilation_[1], im);
+    } else {
+      cpu::Col2imNdLd<T>(src, ld, num_spatial_axes_, im_shape.data(), col_shape.data(),
+                         kernel_shape_.data(), pad_.data(), stride_.data(), dilation_.data(), im);
+    }
+  }
+}
+
+template <typename T>
+void BaseConvolutionLayer::ForwardBatch(const T* bottom, const T* weights, const T* bias, T* top) {
+  CREMA_ASSERT(!reverse_dimensions(), "ForwardBatch is for forward convolution");
+  const int64_t spatial = conv_out_spatial_dim_;
+  const int64_t chunk = BatchChunk(sizeof(T));
+  const int64_t col_count = kernel_dim_ * group_ * spatial * chunk;
+  const int64_t out_count = conv_out_channels_ * spatial * chunk;
+  batch_col_.Reshape({static_cast<int>(col_count)});
+  batch_out_.Reshape({static_cast<int>(out_count)});
+  T* col = batch_col_.mutable_cpu_data<T>();
+  T* out = batch_out_.mutable_cpu_data<T>();
+  const int out_per_group = conv_out_channels_ / group_;
+  for (int64_t n0 = 0; n0 < num_; n0 += chunk) {
+    const int64_t images = std::min(chunk, num_ - n0);
+    const int64_t ld = images * spatial;
+    Im2colBatch(bottom + n0 * bottom_dim_, images, col);
+    for (int g = 0; g < group_; ++g) {
+      cpu::Gemm<T>(cpu::Trans::kNo, cpu::Trans::kNo, out_per_group, static_cast<int>(ld),
+                   static_cast<int>(kernel_dim_), T(1), weights + weight_offset_ * g,
+                   col + kernel_dim_ * ld * g, T(0), out + out_per_group * ld * g);
+    }
+    // Scatter (out channels) x (images * spatial) into (images, out channels, spatial).
+    const int64_t units = images * conv_out_channels_;
+#pragma omp parallel for if (units * spatial > 65536)
+    for (int64_t u = 0; u < units; ++u) {
+      const int64_t n = u / conv_out_channels_;
+      const int64_t m = u % conv_out_channels_;
+      const T* src = out + m * ld + n * spatial;
+      T* dst = top + (n0 + n) * top_dim_ + m * spatial;
+      if (bias != nullptr) {
+        const T b = bias[m];
+        for (int64_t s = 0; s < spatial; ++s) dst[s] = src[s] + b;
+      } else {
+        std::copy(src, src + spatial, dst);
+      }
+    }
+  }
+}
+
+template <typename T>
+void BaseConvolutionLayer::BackwardBatch(const T* top_diff, const T* bottom, const T* weights,
+                                         T* weight_diff, T* bias_diff, T* bottom_diff) {
+  CREMA_ASSERT(!reverse_dimensions(), "BackwardBatch is for forward convolution");
+  const int64_t spatial = conv_out_spatial_dim_;
+  if (bias_diff != nullptr) {
+    // bias[m] += sum over images and positions; each output channel on its own, images in order.
+#pragma omp parallel for if (num_ * num_output_ * spatial > 65536)
+    for (int m = 0; m < num_output_; ++m) {
+      T acc = bias_diff[m];
+      for (int64_t n = 0; n < num_; ++n) {
+        const T* src = top_diff + n * top_dim_ + m * spatial;
+        T lane[8] = {0, 0, 0, 0, 0, 0, 0, 0};
+        int64_t s = 0;
+        for (; s + 8 <= spatial; s += 8)
+          for (int l = 0; l < 8; ++l) lane[l] += src[s + l];
+        T sum = ((lane[0] + lane[1]) + (lane[2] + lane[3])) + ((lane[4] + lane[5]) + (lane[6] + lane[7]));
+        for (; s < spatial; ++s) sum += src[s];
+        acc += sum;
+      }
+      bias_diff[m] = acc;
+    }
+  }
+  if (weight_diff == nullptr && bottom_diff == nullptr) return;
+  const int64_t chunk = BatchChunk(sizeof(T));
+  const int64_t col_count = kernel_dim_ * group_ * spatial * chunk;
+  const int64_t out_count = conv_out_channels_ * spatial * chunk;
+  batch_col_.Reshape({static_cast<int>(col_count)});
+  batch_out_.Reshape({static_cast<int>(out_count)});
+  T* col = batch_col_.mutable_cpu_data<T>();
+  T* out = batch_out_.mutable_cpu_data<T>();
+  const int out_per_group = conv_out_channels_ / group_;
+  for (int64_t n0 = 0; n0 < num_; n0 += chunk) {
+    const int64_t images = std::min(chunk, num_ - n0);
+    const int64_t ld = images * spatial;
+    // Gather top diff (images, out channels, spatial) into (out channels) x (images * spatial).
+    const int64_t units = images * conv_out_channels_;
+#pragma omp parallel for if (units * spatial > 65536)
+    for (int64_t u = 0; u < units; ++u) {
+      const int64_t n = u / conv_out_channels_;
+      const int64_t m = u % conv_out_channels_;
+      const T* src = top_diff + (n0 + n) * top_dim_ + m * spatial;
+      std::copy(src, src + spatial, out + m * ld + n * spatial);
+    }
+    if (weight_diff != nullptr) {
+      Im2colBatch(bottom + n0 * bottom_dim_, images, col);
+      // A small weight (e.g. 20 x 25) over a long inner dimension gives BLAS threads nothing to
+      // split: cut the inner dimension into fixed slices (their number depends on the shape
+      // only, never on the thread count), one GEMM each in parallel, summed in slice order.
+      constexpr int64_t kSlice = 4096;
+      const int64_t weight_count = out_per_group * kernel_dim_;
+      const int64_t slices = (ld + kSlice - 1) / kSlice;
+      const bool split = weight_count <= 4096 && slices >= 2;
+      std::vector<T> partial(split ? slices * weight_count : 0);
+      for (int g = 0; g < group_; ++g) {
+        const T* out_g = out + out_per_group * ld * g;
+        const T* col_g = col + kernel_dim_ * ld * g;
+        T* weight_diff_g = weight_diff + weight_offset_ * g;
+        if (!split) {
+          cpu::Gemm<T>(cpu::Trans::kNo, cpu::Trans::kYes, out_per_group,
+                       static_cast<int>(kernel_dim_), static_cast<int>(ld), T(1), out_g, col_g,
+                       T(1), weight_diff_g);
+          continue;
+        }
+#pragma omp parallel for
+        for (int64_t p = 0; p < slices; ++p) {
+          const int64_t k0 = p * kSlice;
+          cpu::GemmLd<T>(cpu::Trans::kNo, cpu::Trans::kYes, out_per_group,
+                         static_cast<int>(kernel_dim_), static_cast<int>(std::min(kSlice, ld - k0)),
+                         T(1), out_g + k0, static_cast<int>(ld), col_g + k0, static_cast<int>(ld),
+                         T(0), partial.data() + p * weight_count, static_cast<int>(kernel_dim_));
+        }
+        for (int64_t e = 0; e < weight_count; ++e) {
+          T sum = 0;
+          for (int64_t p = 0; p < slices; ++p) sum += partial[p * weight_count + e];
+          weight_diff_g[e] += sum;
+        }
+      }
+    }
+    if (bottom_diff != nullptr) {
+      for (int g = 0; g < group_; ++g) {
+        cpu::Gemm<T>(cpu::Trans::kYes, cpu::Trans::kNo, static_cast<int>(kernel_dim_),
+                     static_cast<int>(ld), out_per_group, T(1), weights + weight_offset_ * g,
+                     out + out_per_group * ld * g, T(0), col + kernel_dim_ * ld * g);
+      }
+      Col2imBatch(col, images, bottom_diff + n0 * bottom_dim_);
+    }
+  }
+}
+
 #define CREMA_INSTANTIATE_BASE_CONV(T)                                              \
   template void BaseConvolutionLayer::ForwardGemm<T>(const T*, const T*, T*, bool); \
   template void BaseConvolutionLayer::ForwardBias<T>(T*, const T*);                 \
   template void BaseConvolutionLayer::BackwardGemm<T>(const T*, const T*, T*);      \
   template void BaseConvolutionLayer::WeightGemm<T>(const T*, const T*, T*);        \
-  template void BaseConvolutionLayer::BackwardBias<T>(T*, const T*);
+  template void BaseConvolutionLayer::BackwardBias<T>(T*, const T*);                 \
+  template void BaseConvolutionLayer::ForwardBatch<T>(const T*, const T*, const T*, T*); \
+  template void BaseConvolutionLayer::BackwardBatch<T>(const T*, const T*, const T*, T*, T*, T*);
 CREMA_INSTANTIATE_BASE_CONV(float)
 CREMA_INSTANTIATE_BASE_CONV(double)
 #undef CREMA_INSTANTIATE_BASE_CONV

@@ -55,6 +55,22 @@ class BaseConvolutionLayer : public Layer {
   template <typename T>
   void BackwardBias(T* bias, const T* input);
 
+  // The whole batch (forward convolution only, not reverse_dimensions()): the images are
+  // im2col'ed side by side into one column buffer (kernel_dim * group) x (images * spatial), in
+  // chunks of images that keep it under kBatchColumnBytes, so each group takes one large GEMM
+  // instead of one small GEMM per image; the (out channels) x (images * spatial) result is then
+  // scattered into top's (images, out channels, spatial) layout with the bias added.
+  // Per-image work runs in parallel over (image, channel) pairs, each writing its own memory, so
+  // results do not depend on the thread count.
+  template <typename T>
+  void ForwardBatch(const T* bottom, const T* weights, const T* bias, T* top);
+  // Backward of ForwardBatch; null outputs are skipped. weight_diff and bias_diff accumulate (+=);
+  // bottom_diff is overwritten.
+  template <typename T>
+  void BackwardBatch(const T* top_diff, const T* bottom, const T* weights, T* weight_diff,
+                     T* bias_diff, T* bottom_diff);
+  static constexpr int64_t kBatchColumnBytes = int64_t{32} << 20;
+
   // Parameters (fixed by LayerSetUp).
   int channel_axis_ = 1;
   int num_spatial_axes_ = 0;
@@ -96,8 +112,19 @@ class BaseConvolutionLayer : public Layer {
   template <typename T>
   void Col2imCpu(const T* col, T* data);
 
+  // Images per chunk in ForwardBatch/BackwardBatch for an element of `bytes` bytes.
+  int64_t BatchChunk(int64_t bytes) const;
+  // Images [0, images) starting at `data` into (or, for col2im, from) a column buffer whose rows
+  // hold images * conv_out_spatial_dim_ elements.
+  template <typename T>
+  void Im2colBatch(const T* data, int64_t images, T* col);
+  template <typename T>
+  void Col2imBatch(const T* col, int64_t images, T* data);
+
   Blob col_buffer_;
   Blob bias_multiplier_;
+  Blob batch_col_;  // the batched column buffer
+  Blob batch_out_;  // top (or its diff) as (out channels) x (images * spatial)
 };
 
 }  // namespace crema

@@ -23,14 +23,9 @@ void ConvolutionLayer::ComputeOutputShape() {
 template <typename T>
 void ConvolutionLayer::ForwardT(const BlobVec& bottom, const BlobVec& top) {
   const T* weight = blobs_[0]->cpu_data<T>();
-  for (size_t i = 0; i < bottom.size(); ++i) {
-    const T* bottom_data = bottom[i]->cpu_data<T>();
-    T* top_data = top[i]->mutable_cpu_data<T>();
-    for (int64_t n = 0; n < num_; ++n) {
-      ForwardGemm<T>(bottom_data + n * bottom_dim_, weight, top_data + n * top_dim_);
-      if (bias_term_) ForwardBias<T>(top_data + n * top_dim_, blobs_[1]->cpu_data<T>());
-    }
-  }
+  const T* bias = bias_term_ ? blobs_[1]->cpu_data<T>() : nullptr;
+  for (size_t i = 0; i < bottom.size(); ++i)
+    ForwardBatch<T>(bottom[i]->cpu_data<T>(), weight, bias, top[i]->mutable_cpu_data<T>());
 }
 
 template <typename T>
@@ -40,21 +35,11 @@ void ConvolutionLayer::BackwardT(const BlobVec& top, const std::vector<bool>& pr
   const bool weight_down = param_propagate_down(0);
   const bool bias_down = bias_term_ && param_propagate_down(1);
   for (size_t i = 0; i < top.size(); ++i) {
-    const T* top_diff = top[i]->cpu_diff<T>();
-    if (bias_down) {
-      T* bias_diff = blobs_[1]->mutable_cpu_diff<T>();
-      for (int64_t n = 0; n < num_; ++n) BackwardBias<T>(bias_diff, top_diff + n * top_dim_);
-    }
-    if (!weight_down && !propagate_down[i]) continue;
-    const T* bottom_data = bottom[i]->cpu_data<T>();
-    T* weight_diff = weight_down ? blobs_[0]->mutable_cpu_diff<T>() : nullptr;
-    T* bottom_diff = propagate_down[i] ? bottom[i]->mutable_cpu_diff<T>() : nullptr;
-    for (int64_t n = 0; n < num_; ++n) {
-      if (weight_down)
-        WeightGemm<T>(bottom_data + n * bottom_dim_, top_diff + n * top_dim_, weight_diff);
-      if (propagate_down[i])
-        BackwardGemm<T>(top_diff + n * top_dim_, weight, bottom_diff + n * bottom_dim_);
-    }
+    if (!weight_down && !bias_down && !propagate_down[i]) continue;
+    BackwardBatch<T>(top[i]->cpu_diff<T>(), bottom[i]->cpu_data<T>(), weight,
+                     weight_down ? blobs_[0]->mutable_cpu_diff<T>() : nullptr,
+                     bias_down ? blobs_[1]->mutable_cpu_diff<T>() : nullptr,
+                     propagate_down[i] ? bottom[i]->mutable_cpu_diff<T>() : nullptr);
   }
 }
 

@@ -3,11 +3,38 @@
 #include <algorithm>
 #include <cfloat>
 #include <cmath>
+#include <vector>
 
 #include "crema/layer_registry.hpp"
 #include "math/math.hpp"
 
 namespace crema {
+namespace {
+
+// One pooling window along one axis: [start, end) clipped to the input, and its size counted
+// with the padding (what AVE divides by).
+struct Window {
+  int start;
+  int end;
+  int size;
+};
+
+// The windows for every pooled position along one axis. For AVE (`ave`) the size counts the
+// padded extent, as Caffe: min(start + kernel, size + pad) - start before clipping.
+std::vector<Window> Windows(int pooled, int stride, int pad, int kernel, int size, bool ave) {
+  std::vector<Window> windows(pooled);
+  for (int p = 0; p < pooled; ++p) {
+    int start = p * stride - pad;
+    int end = std::min(start + kernel, ave ? size + pad : size);
+    const int padded = end - start;
+    start = std::max(start, 0);
+    end = std::min(end, size);
+    windows[p] = {start, end, padded};
+  }
+  return windows;
+}
+
+}  // namespace
 
 void PoolingLayer::LayerSetUp(const BlobVec& bottom, const BlobVec& top) {
   const PoolingParameter& param = layer_param_.pooling_param();
@@ -139,69 +166,104 @@ void PoolingLayer::ForwardT(const BlobVec& bottom, const BlobVec& top) {
   const int64_t top_plane = static_cast<int64_t>(pooled_height_) * pooled_width_;
   switch (pool_) {
     case PoolingParameter::MAX: {
+      // Each (image, channel) plane on its own: the running max lives in a register and top is
+      // written once per window. Planes are independent, so threads do not change results.
       const bool use_top_mask = top.size() > 1;
       T* top_mask = use_top_mask ? top[1]->mutable_cpu_data<T>() : nullptr;
       int* mask = use_top_mask ? nullptr : max_idx_.data();
-      if (use_top_mask)
-        cpu::Set<T>(top_count, T(-1), top_mask);
-      else
-        std::fill(max_idx_.begin(), max_idx_.end(), -1);
-      cpu::Set<T>(top_count, static_cast<T>(-FLT_MAX), top_data);
-      for (int64_t plane = 0; plane < static_cast<int64_t>(num) * channels_; ++plane) {
+      const std::vector<Window> hwin = Windows(pooled_height_, stride_h_, pad_h_, kernel_h_,
+                                               height_, false);
+      const std::vector<Window> wwin = Windows(pooled_width_, stride_w_, pad_w_, kernel_w_,
+                                               width_, false);
+      const int64_t planes = static_cast<int64_t>(num) * channels_;
+      const int width = width_;
+      const int pooled_width = pooled_width_;
+      const bool fast_2x2 = kernel_h_ == 2 && kernel_w_ == 2 && stride_w_ == 2 && pad_w_ == 0;
+      const int full_2x2_w = std::min(pooled_width_, width_ / 2);
+#pragma omp parallel for if (planes * bottom_plane > 65536)
+      for (int64_t plane = 0; plane < planes; ++plane) {
+        const T* in = bottom_data + plane * bottom_plane;
+        T* out = top_data + plane * top_plane;
         for (int ph = 0; ph < pooled_height_; ++ph) {
-          for (int pw = 0; pw < pooled_width_; ++pw) {
-            int hstart = ph * stride_h_ - pad_h_;
-            int wstart = pw * stride_w_ - pad_w_;
-            const int hend = std::min(hstart + kernel_h_, height_);
-            const int wend = std::min(wstart + kernel_w_, width_);
-            hstart = std::max(hstart, 0);
-            wstart = std::max(wstart, 0);
-            const int pool_index = ph * pooled_width_ + pw;
-            for (int h = hstart; h < hend; ++h) {
-              for (int w = wstart; w < wend; ++w) {
-                const int index = h * width_ + w;
-                if (bottom_data[index] > top_data[pool_index]) {
-                  top_data[pool_index] = bottom_data[index];
-                  if (use_top_mask)
-                    top_mask[pool_index] = static_cast<T>(index);
-                  else
-                    mask[pool_index] = index;
-                }
-              }
+          const Window& hw = hwin[ph];
+          int pw = 0;
+          if (fast_2x2 && hw.end - hw.start == 2) {
+            // Full 2x2 windows at stride 2: the same compares in the same order, written so the
+            // compiler can vectorise across windows.
+            const T* r0 = in + hw.start * width;
+            const T* r1 = r0 + width;
+            T* o = out + ph * pooled_width;
+            const int64_t base = plane * top_plane + ph * pooled_width;
+            for (; pw < full_2x2_w; ++pw) {
+              const int i0 = hw.start * width + 2 * pw;
+              const T v0 = r0[2 * pw], v1 = r0[2 * pw + 1], v2 = r1[2 * pw], v3 = r1[2 * pw + 1];
+              T best = static_cast<T>(-FLT_MAX);
+              int best_index = -1;
+              int keep = -static_cast<int>(v0 > best);  // all ones where v0 wins
+              best_index ^= (best_index ^ (i0)) & keep;
+              best = std::max(best, v0);  // (best < v0) ? v0 : best, the same test
+              keep = -static_cast<int>(v1 > best);  // all ones where v1 wins
+              best_index ^= (best_index ^ (i0 + 1)) & keep;
+              best = std::max(best, v1);  // (best < v1) ? v1 : best, the same test
+              keep = -static_cast<int>(v2 > best);  // all ones where v2 wins
+              best_index ^= (best_index ^ (i0 + width)) & keep;
+              best = std::max(best, v2);  // (best < v2) ? v2 : best, the same test
+              keep = -static_cast<int>(v3 > best);  // all ones where v3 wins
+              best_index ^= (best_index ^ (i0 + width + 1)) & keep;
+              best = std::max(best, v3);  // (best < v3) ? v3 : best, the same test
+              o[pw] = best;
+              if (use_top_mask)
+                top_mask[base + pw] = static_cast<T>(best_index);
+              else
+                mask[base + pw] = best_index;
             }
           }
+          for (; pw < pooled_width; ++pw) {
+            const Window& ww = wwin[pw];
+            T best = static_cast<T>(-FLT_MAX);
+            int best_index = -1;
+            for (int h = hw.start; h < hw.end; ++h) {
+              const T* row = in + h * width;
+              for (int w = ww.start; w < ww.end; ++w) {
+                // Branch-free (random data mispredicts a branch half the time); same result.
+                const T v = row[w];
+                const int keep = -static_cast<int>(v > best);  // all ones where v wins
+                best_index ^= (best_index ^ (h * width + w)) & keep;
+                best = std::max(best, v);  // (best < v) ? v : best, the same test
+              }
+            }
+            const int64_t pool_index = plane * top_plane + ph * pooled_width + pw;
+            out[ph * pooled_width + pw] = best;
+            if (use_top_mask)
+              top_mask[pool_index] = static_cast<T>(best_index);
+            else
+              mask[pool_index] = best_index;
+          }
         }
-        bottom_data += bottom_plane;
-        top_data += top_plane;
-        if (use_top_mask)
-          top_mask += top_plane;
-        else
-          mask += top_plane;
       }
       break;
     }
     case PoolingParameter::AVE: {
-      cpu::Set<T>(top_count, T(0), top_data);
-      for (int64_t plane = 0; plane < static_cast<int64_t>(num) * channels_; ++plane) {
+      const std::vector<Window> hwin = Windows(pooled_height_, stride_h_, pad_h_, kernel_h_,
+                                               height_, true);
+      const std::vector<Window> wwin = Windows(pooled_width_, stride_w_, pad_w_, kernel_w_,
+                                               width_, true);
+      const int64_t planes = static_cast<int64_t>(num) * channels_;
+#pragma omp parallel for if (planes * bottom_plane > 65536)
+      for (int64_t plane = 0; plane < planes; ++plane) {
+        const T* in = bottom_data + plane * bottom_plane;
+        T* out = top_data + plane * top_plane;
         for (int ph = 0; ph < pooled_height_; ++ph) {
+          const Window& hw = hwin[ph];
           for (int pw = 0; pw < pooled_width_; ++pw) {
-            int hstart = ph * stride_h_ - pad_h_;
-            int wstart = pw * stride_w_ - pad_w_;
-            int hend = std::min(hstart + kernel_h_, height_ + pad_h_);
-            int wend = std::min(wstart + kernel_w_, width_ + pad_w_);
-            const int pool_size = (hend - hstart) * (wend - wstart);
-            hstart = std::max(hstart, 0);
-            wstart = std::max(wstart, 0);
-            hend = std::min(hend, height_);
-            wend = std::min(wend, width_);
+            const Window& ww = wwin[pw];
+            const int pool_size = hw.size * ww.size;
             T sum = 0;
-            for (int h = hstart; h < hend; ++h)
-              for (int w = wstart; w < wend; ++w) sum += bottom_data[h * width_ + w];
-            top_data[ph * pooled_width_ + pw] = sum / pool_size;
+            for (int h = hw.start; h < hw.end; ++h)
+              for (int w = ww.start; w < ww.end; ++w) sum += in[h * width_ + w];
+            out[ph * pooled_width_ + pw] = sum / pool_size;
           }
         }
-        bottom_data += bottom_plane;
-        top_data += top_plane;
       }
       break;
     }
@@ -269,53 +331,56 @@ void PoolingLayer::BackwardT(const BlobVec& top, const std::vector<bool>& propag
   if (!propagate_down[0]) return;
   const T* top_diff = top[0]->cpu_diff<T>();
   T* bottom_diff = bottom[0]->mutable_cpu_diff<T>();
-  cpu::Set<T>(bottom[0]->count(), T(0), bottom_diff);
   const int num = bottom[0]->num();
   const int64_t bottom_plane = static_cast<int64_t>(height_) * width_;
   const int64_t top_plane = static_cast<int64_t>(pooled_height_) * pooled_width_;
   const int64_t planes = static_cast<int64_t>(num) * channels_;
+  // MAX and AVE: each (image, channel) plane is zeroed and filled on its own, in parallel.
   switch (pool_) {
     case PoolingParameter::MAX: {
       const bool use_top_mask = top.size() > 1;
       const T* top_mask = use_top_mask ? top[1]->cpu_data<T>() : nullptr;
       const int* mask = use_top_mask ? nullptr : max_idx_.data();
+#pragma omp parallel for if (planes * bottom_plane > 65536)
       for (int64_t plane = 0; plane < planes; ++plane) {
+        T* out = bottom_diff + plane * bottom_plane;
+        const T* in = top_diff + plane * top_plane;
+        std::fill(out, out + bottom_plane, T(0));
         for (int64_t i = 0; i < top_plane; ++i) {
-          const int index = use_top_mask ? static_cast<int>(top_mask[i]) : mask[i];
-          if (index >= 0) bottom_diff[index] += top_diff[i];
+          const int64_t k = plane * top_plane + i;
+          const int index = use_top_mask ? static_cast<int>(top_mask[k]) : mask[k];
+          if (index >= 0) out[index] += in[i];
         }
-        bottom_diff += bottom_plane;
-        top_diff += top_plane;
-        if (use_top_mask)
-          top_mask += top_plane;
-        else
-          mask += top_plane;
       }
-      break;
+      return;
     }
     case PoolingParameter::AVE: {
+      const std::vector<Window> hwin = Windows(pooled_height_, stride_h_, pad_h_, kernel_h_,
+                                               height_, true);
+      const std::vector<Window> wwin = Windows(pooled_width_, stride_w_, pad_w_, kernel_w_,
+                                               width_, true);
+#pragma omp parallel for if (planes * bottom_plane > 65536)
       for (int64_t plane = 0; plane < planes; ++plane) {
+        T* out = bottom_diff + plane * bottom_plane;
+        const T* in = top_diff + plane * top_plane;
+        std::fill(out, out + bottom_plane, T(0));
         for (int ph = 0; ph < pooled_height_; ++ph) {
+          const Window& hw = hwin[ph];
           for (int pw = 0; pw < pooled_width_; ++pw) {
-            int hstart = ph * stride_h_ - pad_h_;
-            int wstart = pw * stride_w_ - pad_w_;
-            int hend = std::min(hstart + kernel_h_, height_ + pad_h_);
-            int wend = std::min(wstart + kernel_w_, width_ + pad_w_);
-            const int pool_size = (hend - hstart) * (wend - wstart);
-            hstart = std::max(hstart, 0);
-            wstart = std::max(wstart, 0);
-            hend = std::min(hend, height_);
-            wend = std::min(wend, width_);
-            const T g = top_diff[ph * pooled_width_ + pw] / pool_size;
-            for (int h = hstart; h < hend; ++h)
-              for (int w = wstart; w < wend; ++w) bottom_diff[h * width_ + w] += g;
+            const Window& ww = wwin[pw];
+            const T g = in[ph * pooled_width_ + pw] / (hw.size * ww.size);
+            for (int h = hw.start; h < hw.end; ++h)
+              for (int w = ww.start; w < ww.end; ++w) out[h * width_ + w] += g;
           }
         }
-        bottom_diff += bottom_plane;
-        top_diff += top_plane;
       }
-      break;
+      return;
     }
+    default:
+      break;
+  }
+  cpu::Set<T>(bottom[0]->count(), T(0), bottom_diff);
+  switch (pool_) {
     case PoolingParameter::STOCHASTIC: {
       if (phase_ == TRAIN) {
         const int* idx = max_idx_.data();

@@ -12,6 +12,7 @@ void ReLULayer::Forward(const Blob& bottom, Blob* top) const {
   const T* bottom_data = bottom.cpu_data<T>();
   T* top_data = top->mutable_cpu_data<T>();
   const int64_t count = bottom.count();
+#pragma omp parallel for if (count > 262144)
   for (int64_t i = 0; i < count; ++i) {
     const T x = bottom_data[i];
     top_data[i] = std::max(x, T(0)) + negative_slope * std::min(x, T(0));
@@ -26,6 +27,8 @@ void ReLULayer::Backward(const Blob& top, Blob* bottom) const {
   const T* top_diff = top.cpu_diff<T>();
   T* bottom_diff = bottom->mutable_cpu_diff<T>();
   const int64_t count = bottom->count();
+  // Element-wise; in place bottom_diff is top_diff, each element read before it is written.
+#pragma omp parallel for if (count > 262144)
   for (int64_t i = 0; i < count; ++i)
     bottom_diff[i] = top_diff[i] * (bottom_data[i] > 0 ? T(1) : negative_slope);
 }

@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <cstdint>
+#include <cstring>
 #include <vector>
 
 namespace crema::cpu {
@@ -16,6 +17,96 @@ inline int OutputSize(int size, int kernel, int pad, int stride, int dilation) {
 
 }  // namespace
 
+namespace {
+
+// The output positions [*lo, *hi) whose input index offset + o * stride lies in [0, size).
+inline void ValidRange(int offset, int stride, int size, int output, int* lo, int* hi) {
+  // First o with offset + o * stride >= 0, and first o with offset + o * stride >= size.
+  int first = offset >= 0 ? 0 : (-offset + stride - 1) / stride;
+  int last = size - offset <= 0 ? 0 : (size - offset + stride - 1) / stride;
+  first = std::min(first, output);
+  last = std::max(first, std::min(last, output));
+  *lo = first;
+  *hi = last;
+}
+
+// dst[0, n) = src[0, n) for short runs (an output row is often 8..32 elements): fixed-size
+// copies inline, where std::copy would call memmove once per row.
+template <typename T>
+inline void CopyRow(const T* src, int n, T* dst) {
+  int i = 0;
+  for (; i + 8 <= n; i += 8) std::memcpy(dst + i, src + i, 8 * sizeof(T));
+  if (i + 4 <= n) {
+    std::memcpy(dst + i, src + i, 4 * sizeof(T));
+    i += 4;
+  }
+  if (i + 2 <= n) {
+    std::memcpy(dst + i, src + i, 2 * sizeof(T));
+    i += 2;
+  }
+  if (i < n) dst[i] = src[i];
+}
+
+// One image channel to kernel_h * kernel_w column rows, row r at col + r * col_ld.
+template <typename T>
+void Im2colChannel(const T* im, int height, int width, int kernel_h, int kernel_w, int pad_h,
+                   int pad_w, int stride_h, int stride_w, int dilation_h, int dilation_w,
+                   int output_h, int output_w, T* col_row, int64_t col_ld) {
+  for (int kh = 0; kh < kernel_h; ++kh) {
+    for (int kw = 0; kw < kernel_w; ++kw, col_row += col_ld) {
+      const int col_offset = kw * dilation_w - pad_w;
+      int ow_lo, ow_hi;
+      ValidRange(col_offset, stride_w, width, output_w, &ow_lo, &ow_hi);
+      T* col = col_row;
+      int in_row = kh * dilation_h - pad_h;
+      for (int oh = 0; oh < output_h; ++oh, in_row += stride_h, col += output_w) {
+        if (!InRange(in_row, height)) {
+          std::fill(col, col + output_w, T(0));
+          continue;
+        }
+        const T* im_row = im + static_cast<int64_t>(in_row) * width;
+        for (int ow = 0; ow < ow_lo; ++ow) col[ow] = T(0);
+        if (stride_w == 1) {
+          CopyRow(im_row + col_offset + ow_lo, ow_hi - ow_lo, col + ow_lo);
+        } else {
+          for (int ow = ow_lo; ow < ow_hi; ++ow) col[ow] = im_row[col_offset + ow * stride_w];
+        }
+        for (int ow = ow_hi; ow < output_w; ++ow) col[ow] = T(0);
+      }
+    }
+  }
+}
+
+// The adjoint of Im2colChannel: zeroes the image channel, then sums the column rows into it.
+template <typename T>
+void Col2imChannel(const T* col_row, int64_t col_ld, int height, int width, int kernel_h,
+                   int kernel_w, int pad_h, int pad_w, int stride_h, int stride_w, int dilation_h,
+                   int dilation_w, int output_h, int output_w, T* im) {
+  std::fill(im, im + static_cast<int64_t>(height) * width, T(0));
+  for (int kh = 0; kh < kernel_h; ++kh) {
+    for (int kw = 0; kw < kernel_w; ++kw, col_row += col_ld) {
+      const int col_offset = kw * dilation_w - pad_w;
+      int ow_lo, ow_hi;
+      ValidRange(col_offset, stride_w, width, output_w, &ow_lo, &ow_hi);
+      const T* col = col_row;
+      int in_row = kh * dilation_h - pad_h;
+      for (int oh = 0; oh < output_h; ++oh, in_row += stride_h, col += output_w) {
+        if (!InRange(in_row, height)) continue;
+        T* im_row = im + static_cast<int64_t>(in_row) * width;
+        if (stride_w == 1) {
+          T* dst = im_row + col_offset + ow_lo;
+          const T* src = col + ow_lo;
+          for (int i = 0; i < ow_hi - ow_lo; ++i) dst[i] += src[i];
+        } else {
+          for (int ow = ow_lo; ow < ow_hi; ++ow) im_row[col_offset + ow * stride_w] += col[ow];
+        }
+      }
+    }
+  }
+}
+
+}  // namespace
+
 template <typename T>
 void Im2col(const T* data_im, int channels, int height, int width, int kernel_h, int kernel_w,
             int pad_h, int pad_w, int stride_h, int stride_w, int dilation_h, int dilation_w,
@@ -26,27 +117,11 @@ void Im2col(const T* data_im, int channels, int height, int width, int kernel_h,
   const int64_t output_size = static_cast<int64_t>(output_h) * output_w;
   const int64_t kernel_size = static_cast<int64_t>(kernel_h) * kernel_w;
   // Channels write disjoint rows of the column buffer, so they can run in parallel.
-#pragma omp parallel for if (channels * kernel_size * output_size > 32768)
+#pragma omp parallel for if (channels * kernel_size * output_size > 65536)
   for (int c = 0; c < channels; ++c) {
-    const T* im = data_im + c * channel_size;
-    T* col = data_col + c * kernel_size * output_size;
-    for (int kh = 0; kh < kernel_h; ++kh) {
-      for (int kw = 0; kw < kernel_w; ++kw) {
-        int in_row = kh * dilation_h - pad_h;
-        for (int oh = 0; oh < output_h; ++oh, in_row += stride_h) {
-          if (!InRange(in_row, height)) {
-            std::fill(col, col + output_w, T(0));
-            col += output_w;
-            continue;
-          }
-          const T* im_row = im + static_cast<int64_t>(in_row) * width;
-          int in_col = kw * dilation_w - pad_w;
-          for (int ow = 0; ow < output_w; ++ow, in_col += stride_w) {
-            *col++ = InRange(in_col, width) ? im_row[in_col] : T(0);
-          }
-        }
-      }
-    }
+    Im2colChannel(data_im + c * channel_size, height, width, kernel_h, kernel_w, pad_h, pad_w,
+                  stride_h, stride_w, dilation_h, dilation_w, output_h, output_w,
+                  data_col + c * kernel_size * output_size, output_size);
   }
 }
 
@@ -60,27 +135,41 @@ void Col2im(const T* data_col, int channels, int height, int width, int kernel_h
   const int64_t output_size = static_cast<int64_t>(output_h) * output_w;
   const int64_t kernel_size = static_cast<int64_t>(kernel_h) * kernel_w;
   // Each channel accumulates only into its own image plane: parallel over channels is race-free.
-#pragma omp parallel for if (channels * kernel_size * output_size > 32768)
+#pragma omp parallel for if (channels * kernel_size * output_size > 65536)
   for (int c = 0; c < channels; ++c) {
-    T* im = data_im + c * channel_size;
-    std::fill(im, im + channel_size, T(0));
-    const T* col = data_col + c * kernel_size * output_size;
-    for (int kh = 0; kh < kernel_h; ++kh) {
-      for (int kw = 0; kw < kernel_w; ++kw) {
-        int in_row = kh * dilation_h - pad_h;
-        for (int oh = 0; oh < output_h; ++oh, in_row += stride_h) {
-          if (!InRange(in_row, height)) {
-            col += output_w;
-            continue;
-          }
-          T* im_row = im + static_cast<int64_t>(in_row) * width;
-          int in_col = kw * dilation_w - pad_w;
-          for (int ow = 0; ow < output_w; ++ow, in_col += stride_w, ++col) {
-            if (InRange(in_col, width)) im_row[in_col] += *col;
-          }
-        }
-      }
-    }
+    Col2imChannel(data_col + c * kernel_size * output_size, output_size, height, width, kernel_h,
+                  kernel_w, pad_h, pad_w, stride_h, stride_w, dilation_h, dilation_w, output_h,
+                  output_w, data_im + c * channel_size);
+  }
+}
+
+template <typename T>
+void Im2colLd(const T* data_im, int channels, int height, int width, int kernel_h, int kernel_w,
+              int pad_h, int pad_w, int stride_h, int stride_w, int dilation_h, int dilation_w,
+              T* data_col, int64_t col_ld) {
+  const int output_h = OutputSize(height, kernel_h, pad_h, stride_h, dilation_h);
+  const int output_w = OutputSize(width, kernel_w, pad_w, stride_w, dilation_w);
+  const int64_t channel_size = static_cast<int64_t>(height) * width;
+  const int64_t kernel_size = static_cast<int64_t>(kernel_h) * kernel_w;
+  for (int c = 0; c < channels; ++c) {
+    Im2colChannel(data_im + c * channel_size, height, width, kernel_h, kernel_w, pad_h, pad_w,
+                  stride_h, stride_w, dilation_h, dilation_w, output_h, output_w,
+                  data_col + c * kernel_size * col_ld, col_ld);
+  }
+}
+
+template <typename T>
+void Col2imLd(const T* data_col, int64_t col_ld, int channels, int height, int width, int kernel_h,
+              int kernel_w, int pad_h, int pad_w, int stride_h, int stride_w, int dilation_h,
+              int dilation_w, T* data_im) {
+  const int output_h = OutputSize(height, kernel_h, pad_h, stride_h, dilation_h);
+  const int output_w = OutputSize(width, kernel_w, pad_w, stride_w, dilation_w);
+  const int64_t channel_size = static_cast<int64_t>(height) * width;
+  const int64_t kernel_size = static_cast<int64_t>(kernel_h) * kernel_w;
+  for (int c = 0; c < channels; ++c) {
+    Col2imChannel(data_col + c * kernel_size * col_ld, col_ld, height, width, kernel_h, kernel_w,
+                  pad_h, pad_w, stride_h, stride_w, dilation_h, dilation_w, output_h, output_w,
+                  data_im + c * channel_size);
   }
 }
 
@@ -91,7 +180,7 @@ namespace {
 template <typename T, bool kIm2col>
 void Im2colNdCore(const T* input, int num_spatial_axes, const int* im_shape, const int* col_shape,
                   const int* kernel_shape, const int* pad, const int* stride, const int* dilation,
-                  T* output) {
+                  T* output, int64_t col_ld) {
   if (!kIm2col) {
     int64_t im_size = im_shape[0];
     for (int i = 0; i < num_spatial_axes; ++i) im_size *= im_shape[i + 1];
@@ -103,6 +192,7 @@ void Im2colNdCore(const T* input, int num_spatial_axes, const int* im_shape, con
     kernel_volume *= kernel_shape[i];
     col_volume *= col_shape[i + 1];
   }
+  if (col_ld < 0) col_ld = col_volume;
   const int channels_col = col_shape[0];
   std::vector<int> d_offset(num_spatial_axes);
   std::vector<int> d_iter(num_spatial_axes);
@@ -116,7 +206,7 @@ void Im2colNdCore(const T* input, int num_spatial_axes, const int* im_shape, con
     const int64_t c_im = c_col / kernel_volume;
     std::fill(d_iter.begin(), d_iter.end(), 0);
     for (int64_t index_col_spatial = 0; index_col_spatial < col_volume; ++index_col_spatial) {
-      const int64_t index_col = c_col * col_volume + index_col_spatial;
+      const int64_t index_col = c_col * col_ld + index_col_spatial;
       int64_t index_im = c_im;
       bool in_image = true;
       for (int d = 0; d < num_spatial_axes; ++d) {
@@ -145,7 +235,7 @@ void Im2colNd(const T* data_im, int num_spatial_axes, const int* im_shape, const
               const int* kernel_shape, const int* pad, const int* stride, const int* dilation,
               T* data_col) {
   Im2colNdCore<T, true>(data_im, num_spatial_axes, im_shape, col_shape, kernel_shape, pad, stride,
-                        dilation, data_col);
+                        dilation, data_col, -1);
 }
 
 template <typename T>
@@ -153,7 +243,23 @@ void Col2imNd(const T* data_col, int num_spatial_axes, const int* im_shape, cons
               const int* kernel_shape, const int* pad, const int* stride, const int* dilation,
               T* data_im) {
   Im2colNdCore<T, false>(data_col, num_spatial_axes, im_shape, col_shape, kernel_shape, pad, stride,
-                         dilation, data_im);
+                         dilation, data_im, -1);
+}
+
+template <typename T>
+void Im2colNdLd(const T* data_im, int num_spatial_axes, const int* im_shape, const int* col_shape,
+                const int* kernel_shape, const int* pad, const int* stride, const int* dilation,
+                T* data_col, int64_t col_ld) {
+  Im2colNdCore<T, true>(data_im, num_spatial_axes, im_shape, col_shape, kernel_shape, pad, stride,
+                        dilation, data_col, col_ld);
+}
+
+template <typename T>
+void Col2imNdLd(const T* data_col, int64_t col_ld, int num_spatial_axes, const int* im_shape,
+                const int* col_shape, const int* kernel_shape, const int* pad, const int* stride,
+                const int* dilation, T* data_im) {
+  Im2colNdCore<T, false>(data_col, num_spatial_axes, im_shape, col_shape, kernel_shape, pad,
+                         stride, dilation, data_im, col_ld);
 }
 
 #define CREMA_INSTANTIATE_IM2COL(T)                                                             \
@@ -162,7 +268,15 @@ void Col2imNd(const T* data_col, int num_spatial_axes, const int* im_shape, cons
   template void Im2colNd<T>(const T*, int, const int*, const int*, const int*, const int*,      \
                             const int*, const int*, T*);                                        \
   template void Col2imNd<T>(const T*, int, const int*, const int*, const int*, const int*,      \
-                            const int*, const int*, T*);
+                            const int*, const int*, T*);                                        \
+  template void Im2colLd<T>(const T*, int, int, int, int, int, int, int, int, int, int, int, T*, \
+                            int64_t);                                                           \
+  template void Col2imLd<T>(const T*, int64_t, int, int, int, int, int, int, int, int, int, int, \
+                            int, T*);                                                           \
+  template void Im2colNdLd<T>(const T*, int, const int*, const int*, const int*, const int*,    \
+                              const int*, const int*, T*, int64_t);                             \
+  template void Col2imNdLd<T>(const T*, int64_t, int, const int*, const int*, const int*,       \
+                              const int*, const int*, const int*, T*);
 
 CREMA_INSTANTIATE_IM2COL(float)
 CREMA_INSTANTIATE_IM2COL(double)

@@ -80,6 +80,12 @@ void Gemm(Trans trans_a, Trans trans_b, int m, int n, int k, T alpha, const T* a
 }
 
 template <typename T>
+void GemmLd(Trans trans_a, Trans trans_b, int m, int n, int k, T alpha, const T* a, int lda,
+            const T* b, int ldb, T beta, T* c, int ldc) {
+  BlasGemm(ToCblas(trans_a), ToCblas(trans_b), m, n, k, alpha, a, lda, b, ldb, beta, c, ldc);
+}
+
+template <typename T>
 void Gemv(Trans trans_a, int m, int n, T alpha, const T* a, const T* x, T beta, T* y) {
   BlasGemv(ToCblas(trans_a), m, n, alpha, a, x, beta, y);
 }
@@ -247,6 +253,8 @@ void RngBernoulliUnsigned(int64_t n, double p, unsigned int* r) {
 
 #define CREMA_INSTANTIATE_MATH(T)                                                   \
   template void Gemm<T>(Trans, Trans, int, int, int, T, const T*, const T*, T, T*); \
+  template void GemmLd<T>(Trans, Trans, int, int, int, T, const T*, int, const T*, int, T, T*, \
+                          int);                                                             \
   template void Gemv<T>(Trans, int, int, T, const T*, const T*, T, T*);             \
   template void Axpy<T>(int64_t, T, const T*, T*);                                  \
   template void Axpby<T>(int64_t, T, const T*, T, T*);                              \

@@ -11,6 +11,10 @@ enum class Trans { kNo, kYes };
 template <typename T>
 void Gemm(Trans trans_a, Trans trans_b, int m, int n, int k, T alpha, const T* a, const T* b,
           T beta, T* c);
+// Gemm with explicit leading dimensions (row strides), for sub-matrices of larger buffers.
+template <typename T>
+void GemmLd(Trans trans_a, Trans trans_b, int m, int n, int k, T alpha, const T* a, int lda,
+            const T* b, int ldb, T beta, T* c, int ldc);
 // y = alpha * op(A) * x + beta * y; A is M x N row-major.
 template <typename T>
 void Gemv(Trans trans_a, int m, int n, T alpha, const T* a, const T* x, T beta, T* y);
