@@ -1,0 +1,58 @@
+#pragma once
+// HDF5Data: reads rows of HDF5 datasets in batches, as Caffe's HDF5DataLayer.
+// hdf5_data_param.source is a text file listing .h5 files (whitespace-separated names, used as
+// written). Each top reads the dataset named like the top (float, double or integer; converted
+// to the net's type); all datasets of a file must have the same number of rows (axis 0). Top i
+// is batch_size x (the trailing dims of its dataset in the first file); later files must have the
+// same trailing dims. Rows are read in order; after the last row of a file the next file is
+// loaded, after the last file the first again. shuffle: the file order is shuffled at set-up and
+// after each pass over the files, the row order whenever a file is (re)started, as Caffe (with
+// the layer's own generator, seeded from the thread's generator at set-up).
+// Errors: a source or .h5 file that can't be read, a missing dataset, mismatched rows or trailing
+// dims -> RuntimeError naming the file. transform_param is refused (ConfigError), as Caffe.
+// No bottoms, no backward.
+// Params: hdf5_data_param { source, batch_size, shuffle (default false) }.
+#include <memory>
+#include <random>
+#include <string>
+#include <vector>
+
+#include "crema/layer.hpp"
+
+namespace crema {
+
+class HDF5DataLayer final : public Layer {
+ public:
+  using Layer::Layer;
+  const char* type() const override { return "HDF5Data"; }
+  void LayerSetUp(const BlobVec& bottom, const BlobVec& top) override;
+  // Tops keep the shape set-up gives them.
+  void Reshape(const BlobVec& bottom, const BlobVec& top) override {}
+  int ExactNumBottomBlobs() const override { return 0; }
+  int MinTopBlobs() const override { return 1; }
+
+ protected:
+  void ForwardCpu(const BlobVec& bottom, const BlobVec& top) override;
+  void BackwardCpu(const BlobVec& top, const std::vector<bool>& propagate_down,
+                   const BlobVec& bottom) override {}
+
+ private:
+  // Reads the datasets of file `file_permutation_[current_file_]` into data_.
+  void LoadFile();
+  void NextRow();
+
+  std::string source_;
+  int batch_size_ = 0;
+  bool shuffle_ = false;
+  std::vector<std::string> top_names_;
+  std::vector<std::string> files_;
+  std::vector<int> file_permutation_;
+  std::vector<int64_t> row_permutation_;
+  std::vector<std::unique_ptr<Blob>> data_;  // one per top: the current file's dataset
+  std::vector<std::vector<int>> row_shapes_;  // per top: the trailing dims fixed at set-up
+  int current_file_ = 0;
+  int64_t current_row_ = 0;
+  std::mt19937 rng_;
+};
+
+}  // namespace crema
