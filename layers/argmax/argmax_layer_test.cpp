@@ -5,7 +5,7 @@
 #include <algorithm>
 #include <numeric>
 
-#include "layers/concat/layer_zoo_check.hpp"
+#include "support/layer_zoo.hpp"
 #include "support/layer_test.hpp"
 
 CREMA_LAYER_CONFORMANCE(ArgMax,

@@ -2,7 +2,7 @@
 
 #include <gtest/gtest.h>
 
-#include "layers/concat/layer_zoo_check.hpp"
+#include "support/layer_zoo.hpp"
 #include "support/layer_test.hpp"
 
 CREMA_LAYER_CONFORMANCE(

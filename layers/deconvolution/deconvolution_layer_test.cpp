@@ -12,6 +12,7 @@
 #include "crema/layer_registry.hpp"
 #include "support/gradient_checker.hpp"
 #include "support/layer_test.hpp"
+#include "support/layer_zoo.hpp"
 #include "support/reference.hpp"
 
 namespace crema {
@@ -61,6 +62,8 @@ CREMA_LAYER_CONFORMANCE(
 namespace crema {
 namespace {
 
+using testing::ZooCase;
+using testing::RunZooCase;
 using testing::FillUniform;
 using testing::ParseLayerParam;
 
@@ -276,82 +279,6 @@ TEST(DeconvolutionErrors, Parameters) {
 }
 
 // ---- against BVLC Caffe's own outputs (layer_zoo: forward, bottom diffs, param diffs) ----
-
-// The layer called `name` in layer_zoo.caffemodel (parameters and blobs as Caffe saved them).
-LayerParameter ZooLayer(const std::string& dir, const std::string& name) {
-  NetParameter net;
-  std::ifstream in(dir + "/layer_zoo.caffemodel", std::ios::binary);
-  EXPECT_TRUE(net.ParseFromIstream(&in)) << dir;
-  for (const LayerParameter& layer : net.layer())
-    if (layer.name() == name) return layer;
-  ADD_FAILURE() << "no layer " << name << " in layer_zoo.caffemodel";
-  return LayerParameter();
-}
-
-std::unique_ptr<Blob> LoadF32(const std::string& path, const std::vector<int>& shape) {
-  const std::vector<float> values = testing::ReadF32(path);
-  auto blob = std::make_unique<Blob>(shape);
-  EXPECT_EQ(static_cast<int64_t>(values.size()), blob->count()) << path;
-  if (static_cast<int64_t>(values.size()) == blob->count())
-    std::copy(values.begin(), values.end(), blob->mutable_cpu_data<float>());
-  return blob;
-}
-
-// Caffe's float32 values vs ours, relative to the largest magnitude of the reference.
-void ExpectNearRef(const Blob& actual, const std::string& path, bool diff) {
-  const std::vector<float> expected = testing::ReadF32(path);
-  ASSERT_EQ(static_cast<int64_t>(expected.size()), actual.count()) << path;
-  double scale = 0;
-  for (float v : expected) scale = std::max(scale, std::abs(static_cast<double>(v)));
-  int failures = 0;
-  for (size_t i = 0; i < expected.size(); ++i) {
-    const double a = diff ? actual.diff_at(i) : actual.data_at(i);
-    if (std::abs(a - expected[i]) <= 2e-5 * std::max(scale, 1e-3)) continue;
-    if (++failures <= 5) ADD_FAILURE() << path << " at " << i << ": " << a << " vs " << expected[i];
-  }
-}
-
-struct ZooCase {
-  std::string layer;
-  std::vector<std::pair<std::string, std::vector<int>>> bottoms;  // fwd/ or inputs/ files
-  std::string top;                                                // fwd/ file of top[0]
-  std::string top_diff;                                           // bwd/ file holding top[0]'s diff
-  std::vector<std::string> bottom_diffs;  // bwd/ files, one per bottom ("" = not checked)
-  std::vector<std::string> param_diffs;   // grad/ files, one per learned blob
-};
-
-// Runs one layer of layer_zoo on Caffe's inputs and compares forward, bottom and param diffs.
-// Returns the layer so that callers can check more (e.g. BatchNorm's statistics).
-std::unique_ptr<Layer> RunZooCase(const std::string& dir, const ZooCase& c) {
-  std::unique_ptr<Layer> layer = LayerRegistry::Create(ZooLayer(dir, c.layer));
-  std::vector<std::unique_ptr<Blob>> bottoms;
-  BlobVec bottom;
-  for (const auto& [file, shape] : c.bottoms) {
-    bottoms.push_back(LoadF32(dir + "/" + file, shape));
-    bottom.push_back(bottoms.back().get());
-  }
-  Blob top;
-  layer->SetUp(bottom, {&top});
-  layer->Forward(bottom, {&top});
-  ExpectNearRef(top, dir + "/" + c.top, false);
-  const std::vector<float> top_diff = testing::ReadF32(dir + "/" + c.top_diff);
-  EXPECT_EQ(static_cast<int64_t>(top_diff.size()), top.count()) << c.top_diff;
-  if (static_cast<int64_t>(top_diff.size()) != top.count()) return layer;
-  std::copy(top_diff.begin(), top_diff.end(), top.mutable_cpu_diff<float>());
-  EXPECT_EQ(layer->blobs().size(), c.param_diffs.size());
-  for (size_t i = 0; i < layer->blobs().size(); ++i) {
-    layer->blobs()[i]->SetDiffZero();
-    layer->set_param_propagate_down(static_cast<int>(i), true);
-  }
-  std::vector<bool> propagate_down;
-  for (const std::string& file : c.bottom_diffs) propagate_down.push_back(!file.empty());
-  layer->Backward({&top}, propagate_down, bottom);
-  for (size_t i = 0; i < c.bottom_diffs.size(); ++i)
-    if (!c.bottom_diffs[i].empty()) ExpectNearRef(*bottom[i], dir + "/" + c.bottom_diffs[i], true);
-  for (size_t i = 0; i < c.param_diffs.size() && i < layer->blobs().size(); ++i)
-    ExpectNearRef(*layer->blobs()[i], dir + "/" + c.param_diffs[i], true);
-  return layer;
-}
 
 TEST(DeconvolutionCaffe, StridePad) {
   CREMA_REQUIRE_REFERENCE(dir, "bvlc/numeric/layer_zoo");

@@ -2,7 +2,7 @@
 
 #include <gtest/gtest.h>
 
-#include "layers/concat/layer_zoo_check.hpp"
+#include "support/layer_zoo.hpp"
 #include "support/layer_test.hpp"
 
 // The conformance inputs are uniform in [-1, 1], so every selector value is non-zero and every

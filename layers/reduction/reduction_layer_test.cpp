@@ -4,7 +4,7 @@
 
 #include <cmath>
 
-#include "layers/concat/layer_zoo_check.hpp"
+#include "support/layer_zoo.hpp"
 #include "support/layer_test.hpp"
 
 CREMA_LAYER_CONFORMANCE(

@@ -9,6 +9,7 @@
 
 #include "crema/layer_registry.hpp"
 #include "support/gradient_checker.hpp"
+#include "support/layer_checks.hpp"
 #include "support/layer_test.hpp"
 
 CREMA_LAYER_CONFORMANCE(ReLU6, LayerCase("", {{2, 3, 4, 5}}).Range(-2, 3).Kink(0.0).Eltwise(),
@@ -16,36 +17,6 @@ CREMA_LAYER_CONFORMANCE(ReLU6, LayerCase("", {{2, 3, 4, 5}}).Range(-2, 3).Kink(0
 
 namespace crema::testing {
 namespace {
-
-// Runs the layer described by `text` on x (shape {n}) in float and double and expects the top
-// to be `y` and, unless `derivative` is empty, the bottom diff to be dy * derivative for the top
-// diff dy_i = 0.5 + 0.25 i.
-void ExpectValues(const std::string& text, const std::vector<double>& x,
-                  const std::vector<double>& y, const std::vector<double>& derivative) {
-  for (DataType dtype : {DataType::kFloat32, DataType::kFloat64}) {
-    SCOPED_TRACE(DataTypeName(dtype));
-    const double tolerance = dtype == DataType::kFloat32 ? 2e-6 : 1e-12;
-    auto layer = CreateLayer(text, dtype);
-    auto bottom = MakeBlob({static_cast<int>(x.size())}, x, dtype);
-    Blob top(dtype);
-    layer->SetUp({bottom.get()}, {&top});
-    layer->Forward({bottom.get()}, {&top});
-    const std::vector<double> top_data = DataOf(top);
-    ASSERT_EQ(top_data.size(), y.size());
-    for (size_t i = 0; i < y.size(); ++i)
-      EXPECT_NEAR(top_data[i], y[i], tolerance * std::max(1.0, std::abs(y[i]))) << "x = " << x[i];
-    if (derivative.empty()) continue;
-    std::vector<double> dy(x.size());
-    for (size_t i = 0; i < dy.size(); ++i) dy[i] = 0.5 + 0.25 * static_cast<double>(i);
-    SetDiffOf(&top, dy);
-    layer->Backward({&top}, {true}, {bottom.get()});
-    const std::vector<double> dx = DiffOf(*bottom);
-    for (size_t i = 0; i < dx.size(); ++i) {
-      const double expected = dy[i] * derivative[i];
-      EXPECT_NEAR(dx[i], expected, tolerance * std::max(1.0, std::abs(expected))) << "x = " << x[i];
-    }
-  }
-}
 
 TEST(ReLU6Layer, MatchesHandComputed) {
   // Both kinks take the zero side: derivative 0 at x = 0 (as ReLU) and at x = 6.

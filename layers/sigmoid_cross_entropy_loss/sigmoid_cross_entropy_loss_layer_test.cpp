@@ -13,6 +13,7 @@
 #include "crema/layer_registry.hpp"
 #include "support/gradient_checker.hpp"
 #include "support/layer_test.hpp"
+#include "support/layer_zoo.hpp"
 #include "support/reference.hpp"
 
 CREMA_LAYER_CONFORMANCE(
@@ -30,6 +31,7 @@ CREMA_LAYER_CONFORMANCE(
 namespace crema {
 namespace {
 
+using testing::CheckLayerZoo;
 using testing::CreateLayer;
 using testing::MakeBlob;
 
@@ -123,76 +125,6 @@ TEST(SigmoidCrossEntropyLossErrors, CountMismatchAndTargetGradient) {
 }
 
 // ---- against BVLC Caffe's own outputs (layer_zoo: tops, bottom diffs, param diffs) ----
-
-struct ZooBlob {
-  std::string file;  // relative to the layer_zoo folder
-  std::vector<int> shape;
-};
-
-void ExpectNearZoo(const Blob& actual, const std::string& path, bool diff) {
-  const std::vector<float> expected = testing::ReadF32(path);
-  ASSERT_EQ(static_cast<int64_t>(expected.size()), actual.count()) << path;
-  double scale = 0;
-  for (float v : expected) scale = std::max(scale, std::abs(static_cast<double>(v)));
-  for (size_t i = 0; i < expected.size(); ++i) {
-    const double a = diff ? actual.diff_at(i) : actual.data_at(i);
-    EXPECT_NEAR(a, expected[i], 2e-5 * std::max(scale, 1e-3)) << path << " at " << i;
-  }
-}
-
-// Builds layer `name` from layer_zoo.caffemodel (its parameter and weights), feeds it Caffe's
-// bottoms, and compares its tops, bottom diffs (empty file: not propagated) and param diffs.
-// Without top_diffs the tops are losses and carry their loss weights.
-void CheckLayerZoo(const std::string& dir, const std::string& name,
-                   const std::vector<ZooBlob>& bottoms, const std::vector<std::string>& tops,
-                   const std::vector<std::string>& top_diffs,
-                   const std::vector<std::string>& bottom_diffs,
-                   const std::vector<std::string>& param_diffs,
-                   const std::function<void(LayerParameter*)>& edit = nullptr) {
-  NetParameter net;
-  {
-    std::ifstream in(dir + "/layer_zoo.caffemodel", std::ios::binary);
-    ASSERT_TRUE(net.ParseFromIstream(&in));
-  }
-  const LayerParameter* found = nullptr;
-  for (const LayerParameter& l : net.layer())
-    if (l.name() == name) found = &l;
-  ASSERT_NE(found, nullptr) << name;
-  LayerParameter param = *found;
-  if (edit) edit(&param);
-  std::unique_ptr<Layer> layer = LayerRegistry::Create(param);
-  std::vector<std::unique_ptr<Blob>> owned;
-  BlobVec bottom, top;
-  for (const ZooBlob& b : bottoms) {
-    owned.push_back(std::make_unique<Blob>(b.shape));
-    const std::vector<float> values = testing::ReadF32(dir + "/" + b.file);
-    ASSERT_EQ(static_cast<int64_t>(values.size()), owned.back()->count()) << b.file;
-    std::copy(values.begin(), values.end(), owned.back()->mutable_cpu_data<float>());
-    bottom.push_back(owned.back().get());
-  }
-  for (size_t i = 0; i < tops.size(); ++i) {
-    owned.push_back(std::make_unique<Blob>());
-    top.push_back(owned.back().get());
-  }
-  layer->SetUp(bottom, top);
-  layer->Forward(bottom, top);
-  for (size_t i = 0; i < tops.size(); ++i) ExpectNearZoo(*top[i], dir + "/" + tops[i], false);
-  for (size_t i = 0; i < top_diffs.size(); ++i) {
-    const std::vector<float> diff = testing::ReadF32(dir + "/" + top_diffs[i]);
-    ASSERT_EQ(static_cast<int64_t>(diff.size()), top[i]->count()) << top_diffs[i];
-    std::copy(diff.begin(), diff.end(), top[i]->mutable_cpu_diff<float>());
-  }
-  for (auto& blob : layer->blobs()) blob->SetDiffZero();
-  std::vector<bool> propagate_down;
-  for (size_t i = 0; i < bottom.size(); ++i)
-    propagate_down.push_back(i < bottom_diffs.size() && !bottom_diffs[i].empty());
-  layer->Backward(top, propagate_down, bottom);
-  for (size_t i = 0; i < bottom.size(); ++i)
-    if (propagate_down[i]) ExpectNearZoo(*bottom[i], dir + "/" + bottom_diffs[i], true);
-  ASSERT_EQ(layer->blobs().size(), param_diffs.size());
-  for (size_t p = 0; p < param_diffs.size(); ++p)
-    ExpectNearZoo(*layer->blobs()[p], dir + "/" + param_diffs[p], true);
-}
 
 TEST(SigmoidCrossEntropyLossCaffe, MatchesLayerZoo) {
   CREMA_REQUIRE_REFERENCE(dir, "bvlc/numeric/layer_zoo");

@@ -2,7 +2,7 @@
 
 #include <gtest/gtest.h>
 
-#include "layers/concat/layer_zoo_check.hpp"
+#include "support/layer_zoo.hpp"
 #include "support/layer_test.hpp"
 
 // No tops: the gradient of the (empty) objective is zero, which the checker verifies.
