@@ -130,6 +130,11 @@ class LossLayer : public Layer {
   int ExactNumTopBlobs() const override { return 1; }
   // The label input gets no gradient unless the layer says otherwise.
   bool AllowForceBackward(int bottom_index) const override { return bottom_index != 1; }
+
+  // What a loss is divided by under loss_param.normalization, never less than 1 (Caffe's
+  // GetNormalizer): FULL outer*inner, VALID the non-ignored count, BATCH_SIZE outer, NONE 1.
+  static double Normalizer(LossParameter::NormalizationMode mode, int64_t outer_num,
+                           int64_t inner_num, int64_t valid_count);
 };
 
 // Throws ConfigError with the layer's location prefix when `cond` is false.

@@ -35,22 +35,7 @@ void SigmoidCrossEntropyLossLayer::Reshape(const BlobVec& bottom, const BlobVec&
 }
 
 double SigmoidCrossEntropyLossLayer::Normalizer(int64_t valid_count) const {
-  double normalizer = 1;
-  switch (normalization_) {
-    case LossParameter::FULL:
-      normalizer = static_cast<double>(outer_num_ * inner_num_);
-      break;
-    case LossParameter::VALID:
-      normalizer = static_cast<double>(valid_count);
-      break;
-    case LossParameter::BATCH_SIZE:
-      normalizer = static_cast<double>(outer_num_);
-      break;
-    case LossParameter::NONE:
-      normalizer = 1;
-      break;
-  }
-  return std::max(1.0, normalizer);
+  return LossLayer::Normalizer(normalization_, outer_num_, inner_num_, valid_count);
 }
 
 template <typename T>

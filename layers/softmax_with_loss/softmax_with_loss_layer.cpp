@@ -54,23 +54,7 @@ void SoftmaxWithLossLayer::Reshape(const BlobVec& bottom, const BlobVec& top) {
 }
 
 double SoftmaxWithLossLayer::Normalizer(int64_t valid_count) const {
-  double normalizer = 0;
-  switch (normalization_) {
-    case LossParameter::FULL:
-      normalizer = static_cast<double>(outer_num_ * inner_num_);
-      break;
-    case LossParameter::VALID:
-      normalizer = static_cast<double>(valid_count);
-      break;
-    case LossParameter::BATCH_SIZE:
-      normalizer = static_cast<double>(outer_num_);
-      break;
-    case LossParameter::NONE:
-      normalizer = 1;
-      break;
-  }
-  // As Caffe: never divide by less than 1 (e.g. every label ignored).
-  return std::max(1.0, normalizer);
+  return LossLayer::Normalizer(normalization_, outer_num_, inner_num_, valid_count);
 }
 
 void SoftmaxWithLossLayer::BadLabel(int64_t index, double label) const {

@@ -1,5 +1,6 @@
 #include "crema/layer.hpp"
 
+#include <algorithm>
 #include <cstring>
 
 #include "math/math.hpp"
@@ -122,6 +123,27 @@ void NeuronLayer::Reshape(const BlobVec& bottom, const BlobVec& top) {
 void LossLayer::LayerSetUp(const BlobVec& bottom, const BlobVec& top) {
   // Loss layers weigh their first top by 1 unless the prototxt says otherwise.
   if (layer_param_.loss_weight_size() == 0) layer_param_.add_loss_weight(1.0f);
+}
+
+double LossLayer::Normalizer(LossParameter::NormalizationMode mode, int64_t outer_num,
+                             int64_t inner_num, int64_t valid_count) {
+  double normalizer = 1;
+  switch (mode) {
+    case LossParameter::FULL:
+      normalizer = static_cast<double>(outer_num * inner_num);
+      break;
+    case LossParameter::VALID:
+      normalizer = static_cast<double>(valid_count);
+      break;
+    case LossParameter::BATCH_SIZE:
+      normalizer = static_cast<double>(outer_num);
+      break;
+    case LossParameter::NONE:
+      normalizer = 1;
+      break;
+  }
+  // Never divide by less than 1 (e.g. when every label is ignored).
+  return std::max(1.0, normalizer);
 }
 
 void LossLayer::Reshape(const BlobVec& bottom, const BlobVec& top) {
