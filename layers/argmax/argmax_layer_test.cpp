@@ -5,8 +5,8 @@
 #include <algorithm>
 #include <numeric>
 
-#include "support/layer_zoo.hpp"
 #include "support/layer_test.hpp"
+#include "support/layer_zoo.hpp"
 
 CREMA_LAYER_CONFORMANCE(ArgMax,
                         LayerCase("", {{3, 4, 2}}).NoGradient(0).NoGradientCheck().Name("default"),

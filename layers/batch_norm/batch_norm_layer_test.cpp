@@ -58,12 +58,12 @@ CREMA_LAYER_CONFORMANCE(
 namespace crema {
 namespace {
 
-using testing::ExpectSetUpError;
-using testing::ZooCase;
-using testing::RunZooCase;
-using testing::ExpectNearRef;
 using testing::CheckGradient;
+using testing::ExpectNearRef;
+using testing::ExpectSetUpError;
 using testing::FillUniform;
+using testing::RunZooCase;
+using testing::ZooCase;
 
 TEST(BatchNormGradient, GlobalStatsBottom) {
   for (const char* text : {"", "batch_norm_param { use_global_stats: true eps: 0.01 }"}) {

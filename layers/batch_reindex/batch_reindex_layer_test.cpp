@@ -2,8 +2,8 @@
 
 #include <gtest/gtest.h>
 
-#include "support/layer_zoo.hpp"
 #include "support/layer_test.hpp"
+#include "support/layer_zoo.hpp"
 
 CREMA_LAYER_CONFORMANCE(BatchReindex, LayerCase("", {{4, 2, 3}, {6}}).Integer(1, 4).Name("repeats"),
                         LayerCase("", {{3, 5}, {2}}).Integer(1, 3).Name("subset"),

@@ -300,8 +300,8 @@ void BaseConvolutionLayer::BackwardBias(T* bias, const T* input) {
 
 int64_t BaseConvolutionLayer::BatchChunk(int64_t bytes) const {
   const int64_t per_image = kernel_dim_ * group_ * conv_out_spatial_dim_ * bytes;
-  return std::max<int64_t>(1, std::min<int64_t>(num_, kBatchColumnBytes / std::max<int64_t>(
-                                                                              per_image, 1)));
+  return std::max<int64_t>(
+      1, std::min<int64_t>(num_, kBatchColumnBytes / std::max<int64_t>(per_image, 1)));
 }
 
 template <typename T>
@@ -418,7 +418,8 @@ void BaseConvolutionLayer::BackwardBatch(const T* top_diff, const T* bottom, con
         int64_t s = 0;
         for (; s + 8 <= spatial; s += 8)
           for (int l = 0; l < 8; ++l) lane[l] += src[s + l];
-        T sum = ((lane[0] + lane[1]) + (lane[2] + lane[3])) + ((lane[4] + lane[5]) + (lane[6] + lane[7]));
+        T sum = ((lane[0] + lane[1]) + (lane[2] + lane[3])) +
+                ((lane[4] + lane[5]) + (lane[6] + lane[7]));
         for (; s < spatial; ++s) sum += src[s];
         acc += sum;
       }
@@ -492,12 +493,12 @@ void BaseConvolutionLayer::BackwardBatch(const T* top_diff, const T* bottom, con
   }
 }
 
-#define CREMA_INSTANTIATE_BASE_CONV(T)                                              \
-  template void BaseConvolutionLayer::ForwardGemm<T>(const T*, const T*, T*, bool); \
-  template void BaseConvolutionLayer::ForwardBias<T>(T*, const T*);                 \
-  template void BaseConvolutionLayer::BackwardGemm<T>(const T*, const T*, T*);      \
-  template void BaseConvolutionLayer::WeightGemm<T>(const T*, const T*, T*);        \
-  template void BaseConvolutionLayer::BackwardBias<T>(T*, const T*);                 \
+#define CREMA_INSTANTIATE_BASE_CONV(T)                                                   \
+  template void BaseConvolutionLayer::ForwardGemm<T>(const T*, const T*, T*, bool);      \
+  template void BaseConvolutionLayer::ForwardBias<T>(T*, const T*);                      \
+  template void BaseConvolutionLayer::BackwardGemm<T>(const T*, const T*, T*);           \
+  template void BaseConvolutionLayer::WeightGemm<T>(const T*, const T*, T*);             \
+  template void BaseConvolutionLayer::BackwardBias<T>(T*, const T*);                     \
   template void BaseConvolutionLayer::ForwardBatch<T>(const T*, const T*, const T*, T*); \
   template void BaseConvolutionLayer::BackwardBatch<T>(const T*, const T*, const T*, T*, T*, T*);
 CREMA_INSTANTIATE_BASE_CONV(float)

@@ -2,8 +2,8 @@
 
 #include <gtest/gtest.h>
 
-#include "support/layer_zoo.hpp"
 #include "support/layer_test.hpp"
+#include "support/layer_zoo.hpp"
 
 CREMA_LAYER_CONFORMANCE(
     Crop, LayerCase("", {{2, 3, 5, 6}, {2, 1, 3, 4}}).NoGradient(1).Name("default_axis2"),

@@ -62,10 +62,10 @@ CREMA_LAYER_CONFORMANCE(
 namespace crema {
 namespace {
 
-using testing::ZooCase;
-using testing::RunZooCase;
 using testing::FillUniform;
 using testing::ParseLayerParam;
+using testing::RunZooCase;
+using testing::ZooCase;
 
 // Transposed convolution by definition, in double, for any number of spatial axes: every input
 // x[n][c][i] adds w[c][o'][k] * x to top[n][g * out_per_group + o'][i * s - p + k * d].

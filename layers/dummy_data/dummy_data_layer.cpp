@@ -38,9 +38,8 @@ void DummyDataLayer::LayerSetUp(const BlobVec& bottom, const BlobVec& top) {
       CREMA_CHECK_PARAM(shape.dim_size() <= Blob::kMaxAxes, "dummy_data_param.shape", "has ",
                         shape.dim_size(), " axes; at most ", Blob::kMaxAxes, " are allowed");
       for (int d = 0; d < shape.dim_size(); ++d)
-        CREMA_CHECK_PARAM(shape.dim(d) >= 0 && shape.dim(d) <= INT32_MAX,
-                          "dummy_data_param.shape", "dim ", d, " of shape ", s,
-                          " must be in [0, 2^31), got ", shape.dim(d));
+        CREMA_CHECK_PARAM(shape.dim(d) >= 0 && shape.dim(d) <= INT32_MAX, "dummy_data_param.shape",
+                          "dim ", d, " of shape ", s, " must be in [0, 2^31), got ", shape.dim(d));
     }
   }
 
@@ -53,14 +52,13 @@ void DummyDataLayer::LayerSetUp(const BlobVec& bottom, const BlobVec& top) {
   } else {
     fillers_.assign(param.data_filler().begin(), param.data_filler().end());
   }
-  static const char* const kKnown[] = {"constant", "uniform",    "gaussian", "positive_unitball",
-                                       "xavier",   "msra",       "bilinear"};
+  static const char* const kKnown[] = {"constant", "uniform", "gaussian", "positive_unitball",
+                                       "xavier",   "msra",    "bilinear"};
   refill_.clear();
   for (const FillerParameter& filler : fillers_) {
     bool known = false;
     for (const char* name : kKnown) known = known || filler.type() == name;
-    CREMA_CHECK_PARAM(known, "dummy_data_param.data_filler", "has unknown type \"",
-                      filler.type(),
+    CREMA_CHECK_PARAM(known, "dummy_data_param.data_filler", "has unknown type \"", filler.type(),
                       "\"; known: constant, uniform, gaussian, positive_unitball, xavier, msra, "
                       "bilinear");
     refill_.push_back(filler.type() != "constant");

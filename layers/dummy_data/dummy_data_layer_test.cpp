@@ -10,9 +10,10 @@
 CREMA_LAYER_CONFORMANCE(
     DummyData,
     LayerCase("dummy_data_param { shape { dim: 2 dim: 3 dim: 4 } }", {}).NoGradientCheck(),
-    LayerCase("dummy_data_param { shape { dim: 2 dim: 3 } shape { dim: 5 } "
-              "data_filler { type: 'constant' value: 2 } data_filler { type: 'constant' value: -1 } }",
-              {})
+    LayerCase(
+        "dummy_data_param { shape { dim: 2 dim: 3 } shape { dim: 5 } "
+        "data_filler { type: 'constant' value: 2 } data_filler { type: 'constant' value: -1 } }",
+        {})
         .Tops(2)
         .NoGradientCheck()
         .Name("per_top"),
@@ -92,8 +93,8 @@ TEST(DummyDataLayer, UniformSharedFillerFillsEveryTop) {
 
 TEST(DummyDataLayer, BadParamsAreConfigErrors) {
   Blob a, b, c;
-  auto count = CreateLayer(
-      "type: 'DummyData' dummy_data_param { shape { dim: 1 } shape { dim: 2 } }");
+  auto count =
+      CreateLayer("type: 'DummyData' dummy_data_param { shape { dim: 1 } shape { dim: 2 } }");
   EXPECT_THROW(count->SetUp({}, {&a, &b, &c}), ConfigError);
   auto fillers = CreateLayer(
       "type: 'DummyData' dummy_data_param { shape { dim: 1 } data_filler { } data_filler { } }");

@@ -4,8 +4,8 @@
 
 #include <cmath>
 
-#include "support/layer_zoo.hpp"
 #include "support/layer_test.hpp"
+#include "support/layer_zoo.hpp"
 
 CREMA_LAYER_CONFORMANCE(
     Eltwise, LayerCase("", {{2, 3, 4}, {2, 3, 4}}).Eltwise().Name("sum"),

@@ -2,8 +2,8 @@
 
 #include <gtest/gtest.h>
 
-#include "support/layer_zoo.hpp"
 #include "support/layer_test.hpp"
+#include "support/layer_zoo.hpp"
 
 #define CREMA_EMBED_FILLERS \
   " weight_filler { type: 'gaussian' std: 0.5 } bias_filler { type: 'gaussian' std: 0.5 } "

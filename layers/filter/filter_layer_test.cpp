@@ -2,8 +2,8 @@
 
 #include <gtest/gtest.h>
 
-#include "support/layer_zoo.hpp"
 #include "support/layer_test.hpp"
+#include "support/layer_zoo.hpp"
 
 // The conformance inputs are uniform in [-1, 1], so every selector value is non-zero and every
 // item passes (the top shapes then stay those of set-up); partial selections are tested below.

@@ -79,8 +79,7 @@ void HDF5DataLayer::LoadFile() {
       const std::string& dataset = top_names_[i];
       if (!Hdf5HasDataset(file.id(), dataset))
         throw RuntimeError(StrCat("HDF5 file '", path, "' (listed in '", source_,
-                                  "') has no dataset \"", dataset, "\" for top \"", dataset,
-                                  "\""));
+                                  "') has no dataset \"", dataset, "\" for top \"", dataset, "\""));
       if (!data_[i]) data_[i] = std::make_unique<Blob>(dtype_);
       ReadBlobFromHDF5(file.id(), dataset, data_[i].get(), true);
       const std::vector<int>& shape = data_[i]->shape();
@@ -100,8 +99,7 @@ void HDF5DataLayer::LoadFile() {
                                   shape[0], " rows but \"", top_names_[0], "\" has ",
                                   data_[0]->shape(0)));
     }
-    if (data_[0]->shape(0) == 0)
-      throw RuntimeError(StrCat("HDF5 file '", path, "' holds no rows"));
+    if (data_[0]->shape(0) == 0) throw RuntimeError(StrCat("HDF5 file '", path, "' holds no rows"));
   } catch (const RuntimeError& e) {
     throw RuntimeError(ErrorPrefix() + e.what());
   } catch (const ConfigError& e) {

@@ -48,7 +48,7 @@ class HDF5DataLayer final : public Layer {
   std::vector<std::string> files_;
   std::vector<int> file_permutation_;
   std::vector<int64_t> row_permutation_;
-  std::vector<std::unique_ptr<Blob>> data_;  // one per top: the current file's dataset
+  std::vector<std::unique_ptr<Blob>> data_;   // one per top: the current file's dataset
   std::vector<std::vector<int>> row_shapes_;  // per top: the trailing dims fixed at set-up
   int current_file_ = 0;
   int64_t current_row_ = 0;

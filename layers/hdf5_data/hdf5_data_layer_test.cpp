@@ -17,8 +17,7 @@ namespace {
 
 // A file with `rows` rows: data (rows x 2 x 3, value = 1000 * id + 10 * row + k) and
 // label (rows, value = 100 * id + row); data stored as `dtype`.
-std::string WriteH5(const std::string& dir, int id, int rows,
-                    DataType dtype = DataType::kFloat32) {
+std::string WriteH5(const std::string& dir, int id, int rows, DataType dtype = DataType::kFloat32) {
   const std::string path = dir + "/file" + std::to_string(id) + ".h5";
   Blob data(std::vector<int>{rows, 2, 3}, dtype), label(std::vector<int>{rows}, dtype);
   CREMA_DISPATCH_FLOAT(dtype, T, {
@@ -145,15 +144,17 @@ TEST(HDF5DataLayer, Errors) {
   ExpectRuntimeError(Make(WriteList(dir, {dir + "/missing.h5"}), 2).get(), {&data, &label},
                      "missing.h5");
   const std::string good = WriteH5(dir, 1, 2);
-  auto wrong_top = CreateLayer("type: 'HDF5Data' top: 'data' top: 'weights' "
-                               "hdf5_data_param { source: '" +
-                               WriteList(dir, {good}) + "' batch_size: 1 }");
+  auto wrong_top = CreateLayer(
+      "type: 'HDF5Data' top: 'data' top: 'weights' "
+      "hdf5_data_param { source: '" +
+      WriteList(dir, {good}) + "' batch_size: 1 }");
   ExpectRuntimeError(wrong_top.get(), {&data, &label}, "weights");
   ExpectRuntimeError(Make(WriteList(dir, {}), 2).get(), {&data, &label}, "lists no");
   EXPECT_THROW(Make(WriteList(dir, {good}), 0)->SetUp({}, {&data, &label}), ConfigError);
-  auto transform = CreateLayer("type: 'HDF5Data' top: 'data' transform_param { scale: 2 } "
-                               "hdf5_data_param { source: '" + WriteList(dir, {good}) +
-                               "' batch_size: 1 }");
+  auto transform = CreateLayer(
+      "type: 'HDF5Data' top: 'data' transform_param { scale: 2 } "
+      "hdf5_data_param { source: '" +
+      WriteList(dir, {good}) + "' batch_size: 1 }");
   EXPECT_THROW(transform->SetUp({}, {&data}), ConfigError);
 }
 

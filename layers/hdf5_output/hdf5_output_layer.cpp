@@ -50,8 +50,8 @@ void HDF5OutputLayer::ForwardCpu(const BlobVec& bottom, const BlobVec& top) {
     try {
       WriteBlobToHDF5(file_->id(), names[i], out, false);
     } catch (const Error& e) {
-      throw RuntimeError(ErrorPrefix() + StrCat("cannot write \"", names[i], "\" to '",
-                                                file_name_, "': ", e.what()));
+      throw RuntimeError(ErrorPrefix() + StrCat("cannot write \"", names[i], "\" to '", file_name_,
+                                                "': ", e.what()));
     }
   }
   if (H5Fflush(file_->id(), H5F_SCOPE_GLOBAL) < 0)

@@ -47,16 +47,17 @@ TEST(HDF5OutputLayer, HDF5DataReadsBackWhatItWrote) {
   auto label = MakeBlob({3}, {0, 1, 2});
   auto later = MakeBlob({3, 4}, Iota(12, 5));
   {
-    auto layer =
-        CreateLayer("type: 'HDF5Output' hdf5_output_param { file_name: '" + path + "' }");
+    auto layer = CreateLayer("type: 'HDF5Output' hdf5_output_param { file_name: '" + path + "' }");
     layer->SetUp({data.get(), label.get()}, {});
     layer->Forward({data.get(), label.get()}, {});
     layer->Forward({later.get(), label.get()}, {});  // the file holds the last batch
   }
   const std::string list = dir + "/list.txt";
   std::ofstream(list) << path << "\n";
-  auto reader = CreateLayer("type: 'HDF5Data' top: 'data' top: 'label' "
-                            "hdf5_data_param { source: '" + list + "' batch_size: 3 }");
+  auto reader = CreateLayer(
+      "type: 'HDF5Data' top: 'data' top: 'label' "
+      "hdf5_data_param { source: '" +
+      list + "' batch_size: 3 }");
   Blob out_data, out_label;
   reader->SetUp({}, {&out_data, &out_label});
   reader->Forward({}, {&out_data, &out_label});
@@ -77,8 +78,8 @@ TEST(HDF5OutputLayer, Errors) {
     EXPECT_NE(std::string(e.what()).find("/nonexistent_dir/x/out.h5"), std::string::npos)
         << e.what();
   }
-  auto mismatch = CreateLayer("type: 'HDF5Output' hdf5_output_param { file_name: '" +
-                              TempDir() + "/m.h5' }");
+  auto mismatch =
+      CreateLayer("type: 'HDF5Output' hdf5_output_param { file_name: '" + TempDir() + "/m.h5' }");
   EXPECT_THROW(mismatch->SetUp({data.get(), label.get()}, {}), ConfigError);
   auto no_name = CreateLayer("type: 'HDF5Output'");
   auto good_label = MakeBlob({2}, {});

@@ -2,8 +2,8 @@
 
 #include <gtest/gtest.h>
 
-#include "support/layer_zoo.hpp"
 #include "support/layer_test.hpp"
+#include "support/layer_zoo.hpp"
 
 CREMA_LAYER_CONFORMANCE(
     Im2col, LayerCase("convolution_param { kernel_size: 3 }", {{2, 3, 5, 4}}).Name("basic"),

@@ -72,9 +72,9 @@ void ImageDataLayer::LayerSetUp(const BlobVec& bottom, const BlobVec& top) {
     if (line.find_first_not_of(" \t") == std::string::npos) continue;
     const size_t pos = line.find_last_of(' ');
     if (pos == std::string::npos || pos + 1 == line.size())
-      throw RuntimeError(ErrorPrefix("image_data_param.source") +
-                         StrCat("line ", number, " of '", source_, "' is not \"path label\": '",
-                                line, "'"));
+      throw RuntimeError(
+          ErrorPrefix("image_data_param.source") +
+          StrCat("line ", number, " of '", source_, "' is not \"path label\": '", line, "'"));
     lines_.emplace_back(line.substr(0, pos), std::atoi(line.c_str() + pos + 1));
   }
   if (lines_.empty())
@@ -99,8 +99,8 @@ void ImageDataLayer::LayerSetUp(const BlobVec& bottom, const BlobVec& top) {
   line_id_ = 0;
   if (param.rand_skip() > 0) {
     const uint32_t skip = static_cast<uint32_t>(ThreadRng()()) % param.rand_skip();
-    CREMA_CHECK_PARAM(skip < lines_.size(), "image_data_param.rand_skip", "drew ", skip,
-                      " but '", source_, "' lists only ", lines_.size(), " images");
+    CREMA_CHECK_PARAM(skip < lines_.size(), "image_data_param.rand_skip", "drew ", skip, " but '",
+                      source_, "' lists only ", lines_.size(), " images");
     LOG(INFO) << "ImageData layer \"" << name() << "\" skips the first " << skip << " images";
     line_id_ = static_cast<int>(skip);
   }
@@ -156,7 +156,8 @@ void ImageDataLayer::ReadImage(int index, Datum* datum) const {
   datum->set_label(lines_[index].second);
 #else
   (void)datum;
-  throw RuntimeError(ErrorPrefix() + StrCat("cannot read image '", path, "': built without OpenCV"));
+  throw RuntimeError(ErrorPrefix() +
+                     StrCat("cannot read image '", path, "': built without OpenCV"));
 #endif
 }
 

@@ -138,9 +138,10 @@ TEST(ImageDataLayer, ResizeGrayAndTransform) {
   EXPECT_EQ(DataOf(data), std::vector<double>(3 * 8 * 6, 60.0));
   EXPECT_EQ(DataOf(label), std::vector<double>{3});
 
-  auto gray = CreateLayer("type: 'ImageData' transform_param { scale: 0.5 mean_value: 20 } "
-                          "image_data_param { source: '" + f.list + "' root_folder: '" + f.dir +
-                          "/' is_color: false new_height: 2 new_width: 3 }");
+  auto gray = CreateLayer(
+      "type: 'ImageData' transform_param { scale: 0.5 mean_value: 20 } "
+      "image_data_param { source: '" +
+      f.list + "' root_folder: '" + f.dir + "/' is_color: false new_height: 2 new_width: 3 }");
   gray->SetUp({}, {&data, &label});
   EXPECT_EQ(data.shape(), (std::vector<int>{1, 1, 2, 3}));
   gray->Forward({}, {&data, &label});
@@ -184,7 +185,8 @@ TEST(ImageDataLayer, RealImages) {
   EXPECT_LE(hi, 255);
   EXPECT_GT(hi - lo, 100);  // a real picture, not a blank
   auto resized = CreateLayer("type: 'ImageData' image_data_param { source: '" + list +
-                             "' root_folder: '" + root + "' batch_size: 2 new_height: 100 "
+                             "' root_folder: '" + root +
+                             "' batch_size: 2 new_height: 100 "
                              "new_width: 150 }");
   resized->SetUp({}, {&data, &label});
   resized->Forward({}, {&data, &label});

@@ -33,9 +33,9 @@ namespace crema {
 namespace {
 
 using testing::ExpectSetUpError;
-using testing::ZooCase;
-using testing::RunZooCase;
 using testing::FillUniform;
+using testing::RunZooCase;
+using testing::ZooCase;
 
 // By definition, in double.
 std::vector<double> NaiveLRN(const Blob& x, bool across, int size, double alpha, double beta,

@@ -31,7 +31,8 @@ void MemoryDataLayer::Reshape(const BlobVec& bottom, const BlobVec& top) {
 
 void MemoryDataLayer::CheckReset(const void* data, const void* labels, int n) const {
   if (data == nullptr || labels == nullptr)
-    throw RuntimeError(ErrorPrefix() + "MemoryData Reset needs data and labels, got a null pointer");
+    throw RuntimeError(ErrorPrefix() +
+                       "MemoryData Reset needs data and labels, got a null pointer");
   if (n <= 0 || n % batch_size_ != 0)
     throw RuntimeError(ErrorPrefix() + StrCat("MemoryData Reset: n (", n,
                                               ") must be a positive multiple of batch_size (",
@@ -56,8 +57,8 @@ void MemoryDataLayer::Reset(const double* data, const double* labels, int n) {
 
 void MemoryDataLayer::set_batch_size(int batch_size) {
   if (batch_size <= 0)
-    throw RuntimeError(ErrorPrefix() + StrCat("MemoryData batch_size must be > 0, got ",
-                                              batch_size));
+    throw RuntimeError(ErrorPrefix() +
+                       StrCat("MemoryData batch_size must be > 0, got ", batch_size));
   if (n_ > 0 && n_ % batch_size != 0)
     throw RuntimeError(ErrorPrefix() + StrCat("MemoryData batch_size ", batch_size,
                                               " does not divide the ", n_, " items fed by Reset"));

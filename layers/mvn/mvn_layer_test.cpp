@@ -32,9 +32,9 @@ CREMA_LAYER_CONFORMANCE(
 namespace crema {
 namespace {
 
-using testing::ZooCase;
-using testing::RunZooCase;
 using testing::FillUniform;
+using testing::RunZooCase;
+using testing::ZooCase;
 
 struct Mode {
   bool normalize_variance;

@@ -2,9 +2,9 @@
 
 #include <gtest/gtest.h>
 
-#include "support/layer_zoo.hpp"
 #include "support/gradient_checker.hpp"
 #include "support/layer_test.hpp"
+#include "support/layer_zoo.hpp"
 
 CREMA_LAYER_CONFORMANCE(Parameter,
                         LayerCase("parameter_param { shape { dim: 2 dim: 3 } }", {}).Name("matrix"),

@@ -171,10 +171,10 @@ void PoolingLayer::ForwardT(const BlobVec& bottom, const BlobVec& top) {
       const bool use_top_mask = top.size() > 1;
       T* top_mask = use_top_mask ? top[1]->mutable_cpu_data<T>() : nullptr;
       int* mask = use_top_mask ? nullptr : max_idx_.data();
-      const std::vector<Window> hwin = Windows(pooled_height_, stride_h_, pad_h_, kernel_h_,
-                                               height_, false);
-      const std::vector<Window> wwin = Windows(pooled_width_, stride_w_, pad_w_, kernel_w_,
-                                               width_, false);
+      const std::vector<Window> hwin =
+          Windows(pooled_height_, stride_h_, pad_h_, kernel_h_, height_, false);
+      const std::vector<Window> wwin =
+          Windows(pooled_width_, stride_w_, pad_w_, kernel_w_, width_, false);
       const int64_t planes = static_cast<int64_t>(num) * channels_;
       const int width = width_;
       const int pooled_width = pooled_width_;
@@ -201,13 +201,13 @@ void PoolingLayer::ForwardT(const BlobVec& bottom, const BlobVec& top) {
               int best_index = -1;
               int keep = -static_cast<int>(v0 > best);  // all ones where v0 wins
               best_index ^= (best_index ^ (i0)) & keep;
-              best = std::max(best, v0);  // (best < v0) ? v0 : best, the same test
+              best = std::max(best, v0);            // (best < v0) ? v0 : best, the same test
               keep = -static_cast<int>(v1 > best);  // all ones where v1 wins
               best_index ^= (best_index ^ (i0 + 1)) & keep;
-              best = std::max(best, v1);  // (best < v1) ? v1 : best, the same test
+              best = std::max(best, v1);            // (best < v1) ? v1 : best, the same test
               keep = -static_cast<int>(v2 > best);  // all ones where v2 wins
               best_index ^= (best_index ^ (i0 + width)) & keep;
-              best = std::max(best, v2);  // (best < v2) ? v2 : best, the same test
+              best = std::max(best, v2);            // (best < v2) ? v2 : best, the same test
               keep = -static_cast<int>(v3 > best);  // all ones where v3 wins
               best_index ^= (best_index ^ (i0 + width + 1)) & keep;
               best = std::max(best, v3);  // (best < v3) ? v3 : best, the same test
@@ -244,10 +244,10 @@ void PoolingLayer::ForwardT(const BlobVec& bottom, const BlobVec& top) {
       break;
     }
     case PoolingParameter::AVE: {
-      const std::vector<Window> hwin = Windows(pooled_height_, stride_h_, pad_h_, kernel_h_,
-                                               height_, true);
-      const std::vector<Window> wwin = Windows(pooled_width_, stride_w_, pad_w_, kernel_w_,
-                                               width_, true);
+      const std::vector<Window> hwin =
+          Windows(pooled_height_, stride_h_, pad_h_, kernel_h_, height_, true);
+      const std::vector<Window> wwin =
+          Windows(pooled_width_, stride_w_, pad_w_, kernel_w_, width_, true);
       const int64_t planes = static_cast<int64_t>(num) * channels_;
 #pragma omp parallel for if (planes * bottom_plane > 65536)
       for (int64_t plane = 0; plane < planes; ++plane) {
@@ -355,10 +355,10 @@ void PoolingLayer::BackwardT(const BlobVec& top, const std::vector<bool>& propag
       return;
     }
     case PoolingParameter::AVE: {
-      const std::vector<Window> hwin = Windows(pooled_height_, stride_h_, pad_h_, kernel_h_,
-                                               height_, true);
-      const std::vector<Window> wwin = Windows(pooled_width_, stride_w_, pad_w_, kernel_w_,
-                                               width_, true);
+      const std::vector<Window> hwin =
+          Windows(pooled_height_, stride_h_, pad_h_, kernel_h_, height_, true);
+      const std::vector<Window> wwin =
+          Windows(pooled_width_, stride_w_, pad_w_, kernel_w_, width_, true);
 #pragma omp parallel for if (planes * bottom_plane > 65536)
       for (int64_t plane = 0; plane < planes; ++plane) {
         T* out = bottom_diff + plane * bottom_plane;

@@ -2,8 +2,8 @@
 
 #include <gtest/gtest.h>
 
-#include "support/layer_zoo.hpp"
 #include "support/layer_test.hpp"
+#include "support/layer_zoo.hpp"
 
 CREMA_LAYER_CONFORMANCE(
     Reshape, LayerCase("reshape_param { shape { dim: 0 dim: -1 } }", {{2, 3, 4}}).Name("flatten"),

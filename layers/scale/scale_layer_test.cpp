@@ -48,9 +48,9 @@ namespace crema {
 namespace {
 
 using testing::ExpectSetUpError;
-using testing::ZooCase;
-using testing::RunZooCase;
 using testing::FillUniform;
+using testing::RunZooCase;
+using testing::ZooCase;
 
 // top[o, d, i] = x[o, d, i] * s[d] + b[d].
 TEST(ScaleValues, ForwardAndBackwardByDefinition) {

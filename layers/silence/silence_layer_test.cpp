@@ -2,8 +2,8 @@
 
 #include <gtest/gtest.h>
 
-#include "support/layer_zoo.hpp"
 #include "support/layer_test.hpp"
+#include "support/layer_zoo.hpp"
 
 // No tops: the gradient of the (empty) objective is zero, which the checker verifies.
 CREMA_LAYER_CONFORMANCE(Silence, LayerCase("", {{2, 3}}).Tops(0).Name("one"),

@@ -2,8 +2,8 @@
 
 #include <gtest/gtest.h>
 
-#include "support/layer_zoo.hpp"
 #include "support/layer_test.hpp"
+#include "support/layer_zoo.hpp"
 
 CREMA_LAYER_CONFORMANCE(
     Slice, LayerCase("", {{2, 6, 3}}).Tops(2).Name("equal_channels"),

@@ -31,8 +31,8 @@ namespace crema {
 namespace {
 
 using testing::ExpectSetUpError;
-using testing::ZooCase;
 using testing::RunZooCase;
+using testing::ZooCase;
 
 std::unique_ptr<Layer> MakeSpp(const std::string& body, Blob* bottom, Blob* top,
                                DataType dtype = DataType::kFloat64) {

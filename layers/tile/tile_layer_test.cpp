@@ -2,8 +2,8 @@
 
 #include <gtest/gtest.h>
 
-#include "support/layer_zoo.hpp"
 #include "support/layer_test.hpp"
+#include "support/layer_zoo.hpp"
 
 CREMA_LAYER_CONFORMANCE(Tile, LayerCase("tile_param { tiles: 3 }", {{2, 3, 2}}).Name("channels"),
                         LayerCase("tile_param { axis: 0 tiles: 2 }", {{2, 3}}).Name("axis0"),

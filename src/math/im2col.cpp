@@ -258,24 +258,24 @@ template <typename T>
 void Col2imNdLd(const T* data_col, int64_t col_ld, int num_spatial_axes, const int* im_shape,
                 const int* col_shape, const int* kernel_shape, const int* pad, const int* stride,
                 const int* dilation, T* data_im) {
-  Im2colNdCore<T, false>(data_col, num_spatial_axes, im_shape, col_shape, kernel_shape, pad,
-                         stride, dilation, data_im, col_ld);
+  Im2colNdCore<T, false>(data_col, num_spatial_axes, im_shape, col_shape, kernel_shape, pad, stride,
+                         dilation, data_im, col_ld);
 }
 
-#define CREMA_INSTANTIATE_IM2COL(T)                                                             \
-  template void Im2col<T>(const T*, int, int, int, int, int, int, int, int, int, int, int, T*); \
-  template void Col2im<T>(const T*, int, int, int, int, int, int, int, int, int, int, int, T*); \
-  template void Im2colNd<T>(const T*, int, const int*, const int*, const int*, const int*,      \
-                            const int*, const int*, T*);                                        \
-  template void Col2imNd<T>(const T*, int, const int*, const int*, const int*, const int*,      \
-                            const int*, const int*, T*);                                        \
+#define CREMA_INSTANTIATE_IM2COL(T)                                                              \
+  template void Im2col<T>(const T*, int, int, int, int, int, int, int, int, int, int, int, T*);  \
+  template void Col2im<T>(const T*, int, int, int, int, int, int, int, int, int, int, int, T*);  \
+  template void Im2colNd<T>(const T*, int, const int*, const int*, const int*, const int*,       \
+                            const int*, const int*, T*);                                         \
+  template void Col2imNd<T>(const T*, int, const int*, const int*, const int*, const int*,       \
+                            const int*, const int*, T*);                                         \
   template void Im2colLd<T>(const T*, int, int, int, int, int, int, int, int, int, int, int, T*, \
-                            int64_t);                                                           \
+                            int64_t);                                                            \
   template void Col2imLd<T>(const T*, int64_t, int, int, int, int, int, int, int, int, int, int, \
-                            int, T*);                                                           \
-  template void Im2colNdLd<T>(const T*, int, const int*, const int*, const int*, const int*,    \
-                              const int*, const int*, T*, int64_t);                             \
-  template void Col2imNdLd<T>(const T*, int64_t, int, const int*, const int*, const int*,       \
+                            int, T*);                                                            \
+  template void Im2colNdLd<T>(const T*, int, const int*, const int*, const int*, const int*,     \
+                              const int*, const int*, T*, int64_t);                              \
+  template void Col2imNdLd<T>(const T*, int64_t, int, const int*, const int*, const int*,        \
                               const int*, const int*, const int*, T*);
 
 CREMA_INSTANTIATE_IM2COL(float)

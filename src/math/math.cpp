@@ -251,34 +251,34 @@ void RngBernoulliUnsigned(int64_t n, double p, unsigned int* r) {
   for (int64_t i = 0; i < n; ++i) r[i] = distribution(engine) ? 1u : 0u;
 }
 
-#define CREMA_INSTANTIATE_MATH(T)                                                   \
-  template void Gemm<T>(Trans, Trans, int, int, int, T, const T*, const T*, T, T*); \
+#define CREMA_INSTANTIATE_MATH(T)                                                              \
+  template void Gemm<T>(Trans, Trans, int, int, int, T, const T*, const T*, T, T*);            \
   template void GemmLd<T>(Trans, Trans, int, int, int, T, const T*, int, const T*, int, T, T*, \
-                          int);                                                             \
-  template void Gemv<T>(Trans, int, int, T, const T*, const T*, T, T*);             \
-  template void Axpy<T>(int64_t, T, const T*, T*);                                  \
-  template void Axpby<T>(int64_t, T, const T*, T, T*);                              \
-  template void Scal<T>(int64_t, T, T*);                                            \
-  template void Scale<T>(int64_t, T, const T*, T*);                                 \
-  template void Copy<T>(int64_t, const T*, T*);                                     \
-  template void Set<T>(int64_t, T, T*);                                             \
-  template void AddScalar<T>(int64_t, T, T*);                                       \
-  template T Dot<T>(int64_t, const T*, const T*);                                   \
-  template T StridedDot<T>(int, const T*, int, const T*, int);                      \
-  template T Asum<T>(int64_t, const T*);                                            \
-  template void Add<T>(int64_t, const T*, const T*, T*);                            \
-  template void Sub<T>(int64_t, const T*, const T*, T*);                            \
-  template void Mul<T>(int64_t, const T*, const T*, T*);                            \
-  template void Div<T>(int64_t, const T*, const T*, T*);                            \
-  template void Sqr<T>(int64_t, const T*, T*);                                      \
-  template void Sqrt<T>(int64_t, const T*, T*);                                     \
-  template void Exp<T>(int64_t, const T*, T*);                                      \
-  template void Log<T>(int64_t, const T*, T*);                                      \
-  template void Abs<T>(int64_t, const T*, T*);                                      \
-  template void Powx<T>(int64_t, const T*, T, T*);                                  \
-  template void Sign<T>(int64_t, const T*, T*);                                     \
-  template void RngUniform<T>(int64_t, T, T, T*);                                   \
-  template void RngGaussian<T>(int64_t, T, T, T*);                                  \
+                          int);                                                                \
+  template void Gemv<T>(Trans, int, int, T, const T*, const T*, T, T*);                        \
+  template void Axpy<T>(int64_t, T, const T*, T*);                                             \
+  template void Axpby<T>(int64_t, T, const T*, T, T*);                                         \
+  template void Scal<T>(int64_t, T, T*);                                                       \
+  template void Scale<T>(int64_t, T, const T*, T*);                                            \
+  template void Copy<T>(int64_t, const T*, T*);                                                \
+  template void Set<T>(int64_t, T, T*);                                                        \
+  template void AddScalar<T>(int64_t, T, T*);                                                  \
+  template T Dot<T>(int64_t, const T*, const T*);                                              \
+  template T StridedDot<T>(int, const T*, int, const T*, int);                                 \
+  template T Asum<T>(int64_t, const T*);                                                       \
+  template void Add<T>(int64_t, const T*, const T*, T*);                                       \
+  template void Sub<T>(int64_t, const T*, const T*, T*);                                       \
+  template void Mul<T>(int64_t, const T*, const T*, T*);                                       \
+  template void Div<T>(int64_t, const T*, const T*, T*);                                       \
+  template void Sqr<T>(int64_t, const T*, T*);                                                 \
+  template void Sqrt<T>(int64_t, const T*, T*);                                                \
+  template void Exp<T>(int64_t, const T*, T*);                                                 \
+  template void Log<T>(int64_t, const T*, T*);                                                 \
+  template void Abs<T>(int64_t, const T*, T*);                                                 \
+  template void Powx<T>(int64_t, const T*, T, T*);                                             \
+  template void Sign<T>(int64_t, const T*, T*);                                                \
+  template void RngUniform<T>(int64_t, T, T, T*);                                              \
+  template void RngGaussian<T>(int64_t, T, T, T*);                                             \
   template void RngBernoulli<T>(int64_t, T, int*);
 
 CREMA_INSTANTIATE_MATH(float)

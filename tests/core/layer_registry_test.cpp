@@ -1,11 +1,12 @@
 // Every layers/<name>/ folder registers its layer types, and the registry answers unknown types
 // with a suggestion.
+#include "crema/layer_registry.hpp"
+
 #include <gtest/gtest.h>
 
 #include <filesystem>
 #include <regex>
 
-#include "crema/layer_registry.hpp"
 #include "support/reference.hpp"
 
 namespace crema {

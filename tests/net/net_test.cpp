@@ -4,11 +4,10 @@
 
 #include <google/protobuf/text_format.h>
 #include <gtest/gtest.h>
+#include <unistd.h>
 
 #include <cmath>
 #include <fstream>
-
-#include <unistd.h>
 
 #include "net/proto_io.hpp"
 #include "support/reference.hpp"

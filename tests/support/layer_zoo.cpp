@@ -296,7 +296,8 @@ void ExpectMatchesCaffe(const CaffeDump& d) {
   layer->Backward({&top}, {true}, {bottom.get()});
   expect_near(*bottom, true, d.bottom_diff);
   ASSERT_EQ(layer->blobs().size(), d.param_diffs.size());
-  for (size_t p = 0; p < d.param_diffs.size(); ++p) expect_near(*layer->blobs()[p], true, d.param_diffs[p]);
+  for (size_t p = 0; p < d.param_diffs.size(); ++p)
+    expect_near(*layer->blobs()[p], true, d.param_diffs[p]);
 }
 
 }  // namespace crema::testing
