@@ -35,14 +35,16 @@ void DataLayer::LayerSetUp(const BlobVec& bottom, const BlobVec& top) {
 
   const db::Backend backend = db::FromProto(param.backend());
   if (backend == db::Backend::kLevelDb) {
+    // LEVELDB is Caffe's default, so an LMDB source with the backend unset is a common slip.
     struct stat st;
     const bool looks_lmdb = stat((source_ + "/data.mdb").c_str(), &st) == 0;
-    throw RuntimeError(
-        ErrorPrefix("data_param.backend") +
-        StrCat("data_param.backend is LEVELDB",
-               param.has_backend() ? "" : " (Caffe's default when unset)",
-               ", but this crema was built without LevelDB",
-               looks_lmdb ? StrCat("; '", source_, "' is an LMDB: add backend: LMDB") : ""));
+    if (looks_lmdb || !db::HasLevelDb())
+      throw RuntimeError(
+          ErrorPrefix("data_param.backend") +
+          StrCat("data_param.backend is LEVELDB",
+                 param.has_backend() ? "" : " (Caffe's default when unset)",
+                 db::HasLevelDb() ? "" : ", but this crema was built without LevelDB",
+                 looks_lmdb ? StrCat("; '", source_, "' is an LMDB: add backend: LMDB") : ""));
   }
   try {
     db_ = db::OpenDB(backend, source_, db::Mode::kRead);

@@ -4,10 +4,10 @@
 // io/data_transformer.hpp) and, optionally, label (batch_size). The shape comes from the first
 // record of each batch; all records of a batch must have the same size. After the last record
 // reading restarts from the first. No bottoms, no backward.
-// Params: data_param { source, batch_size, backend (LMDB; LEVELDB is Caffe's default but this
-// build has no LevelDB), rand_skip (skip a random number of records in [0, rand_skip) at start),
-// prefetch (batches loaded ahead, default 4) }. The legacy transform fields inside data_param
-// are moved to transform_param by the net upgrade.
+// Params: data_param { source, batch_size, backend (LEVELDB, Caffe's default, or LMDB; an LMDB
+// source with backend LEVELDB is reported with a hint), rand_skip (skip a random number of
+// records in [0, rand_skip) at start), prefetch (batches loaded ahead, default 4) }. The legacy
+// transform fields inside data_param are moved to transform_param by the net upgrade.
 // A background thread fills `prefetch` batches ahead; errors it meets (a corrupt record) are
 // thrown by the next Forward. Randomness (rand_skip, crop offsets, mirror) is drawn from a seed
 // taken from the calling thread's generator at set-up, so it does not depend on timing.

@@ -55,9 +55,9 @@ uint8_t Pixel(int item, int c, int h, int w) {
 
 // A crema-written LMDB of `n` synthetic C x H x W records (label = 10 + item); record
 // `corrupt_at` (if >= 0) holds bytes that are no Datum.
-std::string MakeDb(int n, int corrupt_at = -1) {
+std::string MakeDb(int n, int corrupt_at = -1, db::Backend backend = db::Backend::kLmdb) {
   const std::string path = testing::TempDir() + "/db";
-  auto db = db::OpenDB(db::Backend::kLmdb, path, db::Mode::kNew);
+  auto db = db::OpenDB(backend, path, db::Mode::kNew);
   auto txn = db->NewTransaction();
   for (int item = 0; item < n; ++item) {
     Datum datum;
@@ -157,6 +157,24 @@ TEST(DataLayerTest, CremaWrittenDbRoundTrips) {
         for (int y = 0; y < kH; ++y)
           for (int x = 0; x < kW; ++x)
             ASSERT_EQ(h.data.data_at(h.data.offset(item, c, y, x)), Pixel(record, c, y, x));
+    }
+  }
+}
+
+TEST(DataLayerTest, ReadsLevelDb) {
+  if (!db::HasLevelDb()) GTEST_SKIP() << "built without LevelDB";
+  const std::string source = MakeDb(5, -1, db::Backend::kLevelDb);
+  // Backend unset: LEVELDB, Caffe's default.
+  Harness h("name: 'data' type: 'Data' top: 'data' top: 'label' data_param { source: '" + source +
+            "' batch_size: 3 }");
+  h.SetUp();
+  EXPECT_EQ(h.data.shape(), (std::vector<int>{3, kC, kH, kW}));
+  for (int batch = 0; batch < 2; ++batch) {
+    h.Forward();
+    for (int item = 0; item < 3; ++item) {
+      const int record = (batch * 3 + item) % 5;
+      EXPECT_EQ(h.label.data_at(item), 10 + record);
+      ASSERT_EQ(h.data.data_at(h.data.offset(item, 1, 4, 5)), Pixel(record, 1, 4, 5));
     }
   }
 }
@@ -297,14 +315,16 @@ TEST(DataLayerTest, Errors) {
   }
   const std::string source = MakeDb(4, /*corrupt_at=*/2);
   {
-    // Backend unset: Caffe's default is LevelDB, which this build lacks; the hint says LMDB.
+    // Backend unset: Caffe's default is LevelDB, but the source is an LMDB; the hint says LMDB.
     Harness h("name: 'data' type: 'Data' top: 'data' data_param { source: '" + source +
               "' batch_size: 2 }");
     try {
       h.SetUp();
       FAIL() << "no error";
     } catch (const RuntimeError& e) {
-      EXPECT_NE(std::string(e.what()).find("without LevelDB"), std::string::npos) << e.what();
+      if (!db::HasLevelDb()) {
+        EXPECT_NE(std::string(e.what()).find("without LevelDB"), std::string::npos) << e.what();
+      }
       EXPECT_NE(std::string(e.what()).find("backend: LMDB"), std::string::npos) << e.what();
     }
   }

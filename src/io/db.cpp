@@ -7,8 +7,15 @@
 #include <cctype>
 #include <cerrno>
 #include <cstring>
+#include <map>
+#include <mutex>
 
 #include "crema/error.hpp"
+
+#ifdef CREMA_WITH_LEVELDB
+#include <leveldb/db.h>
+#include <leveldb/write_batch.h>
+#endif
 
 namespace crema::db {
 namespace {
@@ -184,6 +191,140 @@ class Lmdb final : public DB {
   std::string path_;
 };
 
+#ifdef CREMA_WITH_LEVELDB
+// The leveldb::DB is shared by the DB and its cursors and transactions, so closing the DB before
+// them is safe; iterators are deleted before it.
+struct LevelDbHandle {
+  std::unique_ptr<leveldb::DB> db;
+  std::string path;
+};
+
+[[noreturn]] void ThrowLevelDb(const std::string& what, const std::string& path,
+                               const leveldb::Status& status) {
+  CREMA_THROW_RUNTIME(what, " LevelDB '", path, "': ", status.ToString());
+}
+
+class LevelDbCursor final : public Cursor {
+ public:
+  explicit LevelDbCursor(std::shared_ptr<LevelDbHandle> handle)
+      : handle_(std::move(handle)), iter_(handle_->db->NewIterator(leveldb::ReadOptions())) {
+    SeekToFirst();
+  }
+  ~LevelDbCursor() override { iter_.reset(); }
+
+  void SeekToFirst() override {
+    iter_->SeekToFirst();
+    CheckStatus();
+  }
+  void Next() override {
+    iter_->Next();
+    CheckStatus();
+  }
+  std::string key() const override { return iter_->key().ToString(); }
+  std::string value() const override { return iter_->value().ToString(); }
+  bool valid() const override { return iter_->Valid(); }
+
+ private:
+  void CheckStatus() const {
+    if (!iter_->status().ok()) ThrowLevelDb("cannot read", handle_->path, iter_->status());
+  }
+
+  std::shared_ptr<LevelDbHandle> handle_;
+  std::unique_ptr<leveldb::Iterator> iter_;
+};
+
+class LevelDbTransaction final : public Transaction {
+ public:
+  explicit LevelDbTransaction(std::shared_ptr<LevelDbHandle> handle) : handle_(std::move(handle)) {}
+
+  void Put(const std::string& key, const std::string& value) override { batch_.Put(key, value); }
+
+  void Commit() override {
+    const leveldb::Status status = handle_->db->Write(leveldb::WriteOptions(), &batch_);
+    if (!status.ok()) ThrowLevelDb("cannot write", handle_->path, status);
+    batch_.Clear();
+  }
+
+ private:
+  std::shared_ptr<LevelDbHandle> handle_;
+  leveldb::WriteBatch batch_;
+};
+
+class LevelDb final : public DB {
+ public:
+  void Open(const std::string& path, Mode mode) override {
+    Close();
+    struct stat st;
+    const bool exists = stat(path.c_str(), &st) == 0;
+    if (mode == Mode::kNew && exists)
+      CREMA_THROW_RUNTIME("cannot create LevelDB '", path,
+                          "': it already exists (remove it or choose another name)");
+    if (mode != Mode::kNew && !exists)
+      CREMA_THROW_RUNTIME("cannot open LevelDB '", path, "': no such file or directory");
+    if (mode != Mode::kNew && !S_ISDIR(st.st_mode))
+      CREMA_THROW_RUNTIME("cannot open LevelDB '", path,
+                          "': not a directory (a LevelDB is a folder holding CURRENT)");
+    // A LevelDB can be opened once per process (it takes a lock), but nets often read one
+    // source from several layers (TRAIN and TEST): readers share the open DB, as Caffe's
+    // DataReader shares one per source.
+    static std::mutex mutex;
+    static std::map<std::string, std::weak_ptr<LevelDbHandle>> readers;
+    std::unique_lock<std::mutex> lock(mutex);
+    if (mode == Mode::kRead) {
+      auto it = readers.find(path);
+      if (it != readers.end()) {
+        if (auto shared = it->second.lock()) {
+          handle_ = std::move(shared);
+          mode_ = mode;
+          path_ = path;
+          return;
+        }
+      }
+    }
+    // Caffe's options, so DBs written by either have the same layout.
+    leveldb::Options options;
+    options.block_size = 65536;
+    options.write_buffer_size = 268435456;
+    options.max_open_files = 100;
+    options.error_if_exists = mode == Mode::kNew;
+    options.create_if_missing = mode != Mode::kRead;
+    leveldb::DB* raw = nullptr;
+    const leveldb::Status status = leveldb::DB::Open(options, path, &raw);
+    if (!status.ok()) ThrowLevelDb("cannot open", path, status);
+    auto handle = std::make_shared<LevelDbHandle>();
+    handle->db.reset(raw);
+    handle->path = path;
+    if (mode == Mode::kRead) readers[path] = handle;
+    handle_ = std::move(handle);
+    mode_ = mode;
+    path_ = path;
+  }
+
+  void Close() override { handle_.reset(); }
+
+  std::unique_ptr<Cursor> NewCursor() override {
+    CheckOpen();
+    return std::make_unique<LevelDbCursor>(handle_);
+  }
+
+  std::unique_ptr<Transaction> NewTransaction() override {
+    CheckOpen();
+    if (mode_ == Mode::kRead)
+      CREMA_THROW_RUNTIME("LevelDB '", path_, "' was opened for reading; it cannot be written");
+    return std::make_unique<LevelDbTransaction>(handle_);
+  }
+
+  const std::string& path() const override { return path_; }
+
+ private:
+  void CheckOpen() const { CREMA_ASSERT(handle_ != nullptr, "the DB is not open"); }
+
+  std::shared_ptr<LevelDbHandle> handle_;
+  Mode mode_ = Mode::kRead;
+  std::string path_;
+};
+#endif  // CREMA_WITH_LEVELDB
+
 }  // namespace
 
 Backend ParseBackend(const std::string& name) {
@@ -202,11 +343,24 @@ Backend FromProto(DataParameter::DB backend) {
 const char* BackendName(Backend backend) { return backend == Backend::kLmdb ? "lmdb" : "leveldb"; }
 
 std::unique_ptr<DB> GetDB(Backend backend) {
-  if (backend == Backend::kLevelDb)
+  if (backend == Backend::kLevelDb) {
+#ifdef CREMA_WITH_LEVELDB
+    return std::make_unique<LevelDb>();
+#else
     CREMA_THROW_RUNTIME(
         "this crema was built without LevelDB; use LMDB (backend: LMDB in a "
         "prototxt, --backend lmdb on the command line)");
+#endif
+  }
   return std::make_unique<Lmdb>();
+}
+
+bool HasLevelDb() {
+#ifdef CREMA_WITH_LEVELDB
+  return true;
+#else
+  return false;
+#endif
 }
 
 std::unique_ptr<DB> OpenDB(Backend backend, const std::string& path, Mode mode) {

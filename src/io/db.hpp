@@ -2,12 +2,19 @@
 // Key-value databases of records (Caffe's Datum DBs), as Caffe's db.hpp: a DB opened READ
 // (existing, read-only), WRITE (existing, appended to) or NEW (created; the folder must not
 // exist), cursors that walk the records in key order, and transactions that buffer Puts until
-// Commit. LMDB is built in; LevelDB is not (yet): asking for it is a RuntimeError.
+// Commit. LMDB is always built in; LevelDB when libleveldb-dev was found at configure time
+// (otherwise asking for it is a RuntimeError).
 //
 // LMDB specifics: READ opens with MDB_RDONLY | MDB_NOLOCK | MDB_NOTLS, so read-only DBs (no
 // lock.mdb, no write permission) open, and a cursor may be used from another thread than the
 // one that opened it. When writing, the map size doubles whenever a commit hits MDB_MAP_FULL.
 // Errors are RuntimeErrors naming the path and LMDB's message.
+//
+// LevelDB specifics: Caffe's options (64 KiB blocks, 256 MiB write buffer, 100 open files), so
+// either tool reads the other's DBs. A LevelDB is locked by the process that opens it, so DBs
+// opened READ on the same path within a process share one handle (as Caffe's DataReader shares
+// one per source); a writer excludes everything else. Errors are RuntimeErrors naming the path and
+// LevelDB's status.
 #include <memory>
 #include <string>
 #include <utility>
@@ -56,8 +63,10 @@ class DB {
   virtual const std::string& path() const = 0;
 };
 
-// A closed DB of that backend; RuntimeError for LevelDB (this build has no LevelDB).
+// A closed DB of that backend; RuntimeError for LevelDB when this build has no LevelDB.
 std::unique_ptr<DB> GetDB(Backend backend);
+// Whether this build has the LevelDB backend.
+bool HasLevelDb();
 // Opens `path`; RuntimeError naming the path when it can't be opened.
 std::unique_ptr<DB> OpenDB(Backend backend, const std::string& path, Mode mode);
 

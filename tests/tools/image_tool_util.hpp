@@ -1,0 +1,99 @@
+#pragma once
+// Helpers of the image tool tests (convert-imageset, compute-image-mean): run the `crema`
+// executable, write small PNGs without OpenCV (the tests are not linked to it), read a DB back.
+#include <sys/wait.h>
+
+#include <cstdint>
+#include <cstdio>
+#include <fstream>
+#include <string>
+#include <utility>
+#include <vector>
+
+#include "io/db.hpp"
+
+namespace crema::testing {
+
+struct CremaResult {
+  int rc = -1;
+  std::string output;  // stdout and stderr together
+};
+
+inline CremaResult RunCrema(const std::string& args) {
+  const std::string command =
+      "CREMA_OPENBLAS_FIX=0 " + std::string(CREMA_BINARY_DIR) + "/crema " + args + " 2>&1";
+  CremaResult result;
+  FILE* pipe = popen(command.c_str(), "r");
+  if (pipe == nullptr) return result;
+  char buffer[4096];
+  size_t n;
+  while ((n = fread(buffer, 1, sizeof(buffer), pipe)) > 0) result.output.append(buffer, n);
+  const int status = pclose(pipe);
+  result.rc = WIFEXITED(status) ? WEXITSTATUS(status) : 128 + WTERMSIG(status);
+  return result;
+}
+
+inline void PngPut32(std::string* out, uint32_t v) {
+  for (int s = 24; s >= 0; s -= 8) out->push_back(static_cast<char>((v >> s) & 0xff));
+}
+
+inline void PngChunk(std::string* png, const char* type, const std::string& data) {
+  PngPut32(png, static_cast<uint32_t>(data.size()));
+  const std::string body = std::string(type, 4) + data;
+  *png += body;
+  uint32_t crc = 0xffffffffu;
+  for (unsigned char b : body) {
+    crc ^= b;
+    for (int k = 0; k < 8; ++k) crc = (crc >> 1) ^ (0xedb88320u & (0u - (crc & 1u)));
+  }
+  PngPut32(png, crc ^ 0xffffffffu);
+}
+
+// An 8-bit PNG (zlib "stored" blocks); `pixels` is height x width x channels, RGB order for 3
+// channels, gray for 1.
+inline void WritePng(const std::string& path, int height, int width, int channels,
+                     const std::vector<uint8_t>& pixels) {
+  std::string raw;
+  for (int h = 0; h < height; ++h) {
+    raw.push_back('\0');  // filter: none
+    raw.append(reinterpret_cast<const char*>(pixels.data()) + h * width * channels,
+               width * channels);
+  }
+  std::string z = "\x78\x01";
+  for (size_t pos = 0;; pos += 65535) {
+    const size_t n = std::min<size_t>(65535, raw.size() - pos);
+    const bool last = pos + n >= raw.size();
+    z.push_back(last ? 1 : 0);
+    z += {static_cast<char>(n & 0xff), static_cast<char>(n >> 8), static_cast<char>(~n & 0xff),
+          static_cast<char>((~n >> 8) & 0xff)};
+    z += raw.substr(pos, n);
+    if (last) break;
+  }
+  uint32_t a = 1, b = 0;
+  for (unsigned char c : raw) a = (a + c) % 65521, b = (b + a) % 65521;
+  PngPut32(&z, (b << 16) | a);
+  std::string png = "\x89PNG\r\n\x1a\n";
+  std::string ihdr;
+  PngPut32(&ihdr, width);
+  PngPut32(&ihdr, height);
+  ihdr += std::string{8, static_cast<char>(channels == 3 ? 2 : 0), 0, 0, 0};
+  PngChunk(&png, "IHDR", ihdr);
+  PngChunk(&png, "IDAT", z);
+  PngChunk(&png, "IEND", "");
+  std::ofstream(path, std::ios::binary) << png;
+}
+
+inline void WriteText(const std::string& path, const std::string& text) {
+  std::ofstream(path, std::ios::binary) << text;
+}
+
+inline std::vector<std::pair<std::string, std::string>> ReadDb(
+    const std::string& path, db::Backend backend = db::Backend::kLmdb) {
+  std::vector<std::pair<std::string, std::string>> records;
+  auto db = db::OpenDB(backend, path, db::Mode::kRead);
+  for (auto cursor = db->NewCursor(); cursor->valid(); cursor->Next())
+    records.emplace_back(cursor->key(), cursor->value());
+  return records;
+}
+
+}  // namespace crema::testing
