@@ -14,12 +14,34 @@
 #include <vector>
 
 #include "crema/error.hpp"
+#include "crema/plugin.hpp"
 #include "crema/version.hpp"
+#include "flags.hpp"
 #include "math/blas_setup.hpp"
 #include "verb.hpp"
 
+DEFINE_string(plugin, "",
+              "Shared libraries (.so) to load before the verb runs, for their layer types: "
+              "repeat the flag or separate paths with commas. CREMA_PLUGIN_PATH (a "
+              "colon-separated list of .so files or folders) is loaded too.");
+
 namespace crema::cli {
 namespace {
+
+// Flags every verb accepts, handled here before the verb runs.
+const std::set<std::string>& GlobalFlags() {
+  static const std::set<std::string> flags = {"plugin"};
+  return flags;
+}
+
+void PrintGlobalFlags() {
+  for (const std::string& name : GlobalFlags()) {
+    gflags::CommandLineFlagInfo info;
+    if (!gflags::GetCommandLineFlagInfo(name.c_str(), &info)) continue;
+    std::printf("  --%s (%s, default \"%s\")\n      %s\n", info.name.c_str(), info.type.c_str(),
+                info.default_value.c_str(), info.description.c_str());
+  }
+}
 
 std::vector<Verb>& VerbTable() {
   static auto* verbs = new std::vector<Verb>();
@@ -45,7 +67,13 @@ void PrintMainHelp() {
   for (const Verb& v : Verbs()) std::printf("  %-18s %s\n", v.name, v.summary);
   std::printf(
       "\n`crema VERB --help` explains a verb's flags. Common flags: --log_dir, --v (glog).\n"
-      "Exit codes: 0 success, 1 runtime error (missing file, no GPU), 2 usage or config error.\n");
+      "Exit codes: 0 success, 1 runtime error (missing file, no GPU), 2 usage or config error.\n"
+      "\nflags of every verb:\n");
+  PrintGlobalFlags();
+  std::printf(
+      "\nPlugins add layer types without rebuilding crema: `crema VERB --plugin libmy_layers.so "
+      "...`\nor CREMA_PLUGIN_PATH=dir_or_so:...; `crema layers --plugin X.so` lists what X "
+      "adds.\n");
 }
 
 void PrintVerbHelp(const Verb& verb) {
@@ -57,6 +85,14 @@ void PrintVerbHelp(const Verb& verb) {
     std::printf("  --%s (%s, default \"%s\")\n      %s\n", info.name.c_str(), info.type.c_str(),
                 info.default_value.c_str(), info.description.c_str());
   }
+  std::printf("\nflags of every verb:\n");
+  PrintGlobalFlags();
+}
+
+// Loads CREMA_PLUGIN_PATH, then every --plugin, so their layer types exist when the verb runs.
+void LoadPlugins() {
+  LoadPluginsFromEnv();
+  for (const std::string& path : SplitList(FLAGS_plugin)) LoadPlugin(path);
 }
 
 // A crema flag (defined under tools/) set on the command line but not read by the verb.
@@ -65,7 +101,7 @@ void CheckUnusedFlags(const Verb& verb) {
   std::vector<gflags::CommandLineFlagInfo> all;
   gflags::GetAllFlags(&all);
   for (const auto& info : all) {
-    if (info.is_default || accepted.count(info.name)) continue;
+    if (info.is_default || accepted.count(info.name) || GlobalFlags().count(info.name)) continue;
     if (info.filename.find("tools/") == std::string::npos) continue;  // glog's own flags
     CREMA_THROW_CONFIG("--", info.name, " is not a flag of `crema ", verb.name, "` (crema ",
                        verb.name, " --help lists its flags)");
@@ -95,7 +131,7 @@ bool IsFlag(const std::string& arg) {
 // gflags keeps only the last value of a repeated flag; list flags (--input a=x --input b=y)
 // are joined with commas instead, which their verbs split.
 std::vector<std::string> MergeRepeatedListFlags(const std::vector<std::string>& args) {
-  static const std::set<std::string> kListFlags = {"input"};
+  static const std::set<std::string> kListFlags = {"input", "plugin"};
   std::vector<std::string> out;
   std::map<std::string, size_t> position;  // flag -> index in `out` of its "--flag=value"
   for (size_t i = 0; i < args.size(); ++i) {
@@ -224,6 +260,7 @@ int main(int argc, char** argv) {
   google::InitGoogleLogging(argv[0]);
   try {
     CheckUnusedFlags(*verb);
+    LoadPlugins();
     return verb->run(positional);
   } catch (const crema::ConfigError& e) {
     std::fprintf(stderr, "error: %s\n", e.what());

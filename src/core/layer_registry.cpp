@@ -3,12 +3,21 @@
 #include <algorithm>
 #include <map>
 
+#include "core/registration_capture.hpp"
+
 namespace crema {
 namespace {
 
+// One table per process: this function-local static lives in libcrema, so layers registered by
+// libcrema itself and by plugins (dlopen'ed libraries linked against it) land in the same map.
 std::map<std::string, LayerRegistry::Creator>& Table() {
   static auto* table = new std::map<std::string, LayerRegistry::Creator>();
   return *table;
+}
+
+RegistrationCapture*& ActiveCapture() {
+  static RegistrationCapture* capture = nullptr;
+  return capture;
 }
 
 int EditDistance(const std::string& a, const std::string& b) {
@@ -28,9 +37,24 @@ int EditDistance(const std::string& a, const std::string& b) {
 }  // namespace
 
 void LayerRegistry::Add(const std::string& type, Creator creator) {
+  if (RegistrationCapture* capture = ActiveCapture()) {
+    // A plugin's static initializers run inside dlopen, where throwing is not safe: record the
+    // clash and let LoadPlugin report it.
+    if (Table().count(type)) {
+      capture->duplicates.push_back(type);
+      return;
+    }
+    capture->added.push_back(type);
+    Table()[type] = std::move(creator);
+    return;
+  }
   CREMA_ASSERT(!Table().count(type), "layer type ", type, " registered twice");
   Table()[type] = std::move(creator);
 }
+
+void BeginRegistrationCapture(RegistrationCapture* capture) { ActiveCapture() = capture; }
+void EndRegistrationCapture() { ActiveCapture() = nullptr; }
+void RemoveLayerType(const std::string& type) { Table().erase(type); }
 
 bool LayerRegistry::Has(const std::string& type) { return Table().count(type) > 0; }
 
@@ -60,7 +84,8 @@ std::unique_ptr<Layer> LayerRegistry::Create(const LayerParameter& param) {
     std::string suggestion = Suggest(param.type());
     CREMA_THROW_CONFIG("unknown layer type \"", param.type(), "\".",
                        suggestion.empty() ? "" : " Did you mean \"" + suggestion + "\"?",
-                       " (crema layers lists all)");
+                       " (crema layers lists all; a layer type from a plugin needs --plugin "
+                       "LIB.so or CREMA_PLUGIN_PATH)");
   }
   return it->second(param);
 }
