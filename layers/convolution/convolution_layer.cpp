@@ -1,6 +1,7 @@
 #include "layers/convolution/convolution_layer.hpp"
 
 #include "crema/layer_registry.hpp"
+#include "layers/convolution/depthwise_conv.hpp"
 #include "math/math.hpp"
 
 namespace crema {
@@ -20,10 +21,41 @@ void ConvolutionLayer::ComputeOutputShape() {
   }
 }
 
+// ---- depthwise fast path (depthwise_conv.hpp) ----
+bool ConvolutionLayer::DepthwiseShapeOf(DepthwiseShape* shape) const {
+  if (!UseDepthwiseConv(num_spatial_axes_, channels_, group_, num_output_, force_nd_im2col_))
+    return false;
+  shape->num = num_;
+  shape->channels = channels_;
+  shape->multiplier = num_output_ / channels_;
+  shape->height = input_shape(0);
+  shape->width = input_shape(1);
+  shape->out_height = output_shape_[0];
+  shape->out_width = output_shape_[1];
+  shape->kernel_h = kernel_shape_[0];
+  shape->kernel_w = kernel_shape_[1];
+  shape->stride_h = stride_[0];
+  shape->stride_w = stride_[1];
+  shape->pad_h = pad_[0];
+  shape->pad_w = pad_[1];
+  shape->dilation_h = dilation_[0];
+  shape->dilation_w = dilation_[1];
+  return true;
+}
+// ---- end depthwise fast path ----
+
 template <typename T>
 void ConvolutionLayer::ForwardT(const BlobVec& bottom, const BlobVec& top) {
   const T* weight = blobs_[0]->cpu_data<T>();
   const T* bias = bias_term_ ? blobs_[1]->cpu_data<T>() : nullptr;
+  // ---- depthwise fast path ----
+  if (DepthwiseShape shape; DepthwiseShapeOf(&shape)) {
+    for (size_t i = 0; i < bottom.size(); ++i)
+      DepthwiseConvForward<T>(shape, bottom[i]->cpu_data<T>(), weight, bias,
+                              top[i]->mutable_cpu_data<T>());
+    return;
+  }
+  // ---- end depthwise fast path ----
   for (size_t i = 0; i < bottom.size(); ++i)
     ForwardBatch<T>(bottom[i]->cpu_data<T>(), weight, bias, top[i]->mutable_cpu_data<T>());
 }
@@ -34,6 +66,20 @@ void ConvolutionLayer::BackwardT(const BlobVec& top, const std::vector<bool>& pr
   const T* weight = blobs_[0]->cpu_data<T>();
   const bool weight_down = param_propagate_down(0);
   const bool bias_down = bias_term_ && param_propagate_down(1);
+  // ---- depthwise fast path ----
+  if (DepthwiseShape shape; DepthwiseShapeOf(&shape)) {
+    for (size_t i = 0; i < top.size(); ++i) {
+      if (weight_down || bias_down)
+        DepthwiseConvBackwardParams<T>(shape, top[i]->cpu_diff<T>(), bottom[i]->cpu_data<T>(),
+                                       weight_down ? blobs_[0]->mutable_cpu_diff<T>() : nullptr,
+                                       bias_down ? blobs_[1]->mutable_cpu_diff<T>() : nullptr);
+      if (propagate_down[i])
+        DepthwiseConvBackwardData<T>(shape, top[i]->cpu_diff<T>(), weight,
+                                     bottom[i]->mutable_cpu_diff<T>());
+    }
+    return;
+  }
+  // ---- end depthwise fast path ----
   for (size_t i = 0; i < top.size(); ++i) {
     if (!weight_down && !bias_down && !propagate_down[i]) continue;
     BackwardBatch<T>(top[i]->cpu_diff<T>(), bottom[i]->cpu_data<T>(), weight,

@@ -28,6 +28,12 @@ class ConvolutionLayer final : public BaseConvolutionLayer {
   template <typename T>
   void BackwardT(const BlobVec& top, const std::vector<bool>& propagate_down,
                  const BlobVec& bottom);
+
+  // ---- depthwise fast path (depthwise_conv.hpp): group == channels, 2-D ----
+  // Fills *shape and returns true when this layer runs the direct depthwise loops.
+  bool DepthwiseShapeOf(struct DepthwiseShape* shape) const;
+  // ---- end depthwise fast path ----
+
 };
 
 }  // namespace crema

@@ -10,7 +10,9 @@
 #include <string>
 #include <vector>
 
+#include "core/rng.hpp"
 #include "crema/layer_registry.hpp"
+#include "layers/convolution/depthwise_conv.hpp"
 #include "support/gradient_checker.hpp"
 #include "support/layer_test.hpp"
 #include "support/reference.hpp"
@@ -64,8 +66,26 @@ CREMA_LAYER_CONFORMANCE(
               {{2, 2, 6, 7}})
         .Name("force_nd"),
     LayerCase(crema::Conv("num_output: 3 kernel_size: 3 stride: 2"), {{2, 2, 9}}).Name("one_d"),
-    LayerCase(crema::Conv("num_output: 3 kernel_size: 2 axis: 2"), {{2, 2, 3, 5, 4}})
-        .Name("axis2"));
+    LayerCase(crema::Conv("num_output: 3 kernel_size: 2 axis: 2"), {{2, 2, 3, 5, 4}}).Name("axis2"),
+    // Depthwise (group == channels): the direct loops of depthwise_conv.cpp.
+    LayerCase(crema::Conv("num_output: 4 kernel_size: 3 group: 4"), {{2, 4, 6, 5}})
+        .Name("depthwise"),
+    LayerCase(crema::Conv("num_output: 3 kernel_size: 3 group: 3 stride: 2 pad: 1"), {{2, 3, 7, 6}})
+        .Name("depthwise_stride_pad"),
+    LayerCase(crema::Conv("num_output: 2 kernel_size: 3 group: 2 dilation: 2 pad: 2"),
+              {{1, 2, 7, 8}})
+        .Name("depthwise_dilation"),
+    LayerCase(crema::Conv("num_output: 3 kernel_h: 3 kernel_w: 2 group: 3 stride_h: 1 stride_w: 2 "
+                          "pad_h: 2 pad_w: 1 bias_term: false"),
+              {{2, 3, 5, 6}})
+        .Name("depthwise_rect_no_bias"),
+    LayerCase(crema::Conv("num_output: 6 kernel_size: 3 group: 3 pad: 1"), {{2, 3, 5, 4}})
+        .Name("depthwise_multiplier2"),
+    LayerCase(crema::Conv("num_output: 4 kernel_size: 5 group: 2 pad: 2 stride: 3 dilation: 2"),
+              {{1, 2, 4, 3}})
+        .Name("depthwise_kernel_wider_than_input"),
+    LayerCase(crema::Conv("num_output: 3 kernel_size: 3 group: 3 axis: 2"), {{2, 2, 3, 5, 4}})
+        .Name("depthwise_axis2"));
 
 namespace crema {
 namespace {
@@ -242,6 +262,23 @@ INSTANTIATE_TEST_SUITE_P(
                   true},
         NaiveCase{
             "num_output: 3 kernel_size: 4 stride: 3 pad: 2", {2, 2, 11}, 3, 1, {2}, {3}, {1}, true},
+        NaiveCase{"num_output: 4 kernel_size: 3 group: 4 stride: 2 pad: 1",
+                  {2, 4, 7, 6},
+                  4,
+                  4,
+                  {1, 1},
+                  {2, 2},
+                  {1, 1},
+                  true},
+        NaiveCase{"num_output: 6 kernel_h: 3 kernel_w: 2 group: 3 dilation: 2 pad_h: 2 pad_w: 1 "
+                  "bias_term: false",
+                  {2, 3, 6, 7},
+                  6,
+                  3,
+                  {2, 1},
+                  {1, 1},
+                  {2, 2},
+                  false},
         // An input slightly smaller than the kernel still gives one output (C++ truncation).
         NaiveCase{"num_output: 2 kernel_size: 3 stride: 2",
                   {1, 1, 2, 2},
@@ -251,6 +288,135 @@ INSTANTIATE_TEST_SUITE_P(
                   {2, 2},
                   {1, 1},
                   true}));
+
+// ---- depthwise fast path vs im2col + GEMM ----
+
+// Restores the process-wide switch when a test ends.
+struct DepthwiseSwitch {
+  explicit DepthwiseSwitch(bool enabled) { SetDepthwiseConvEnabled(enabled); }
+  ~DepthwiseSwitch() { SetDepthwiseConvEnabled(true); }
+};
+
+struct ConvRun {
+  std::vector<double> top, bottom_diff, weight_diff, bias_diff;
+};
+
+// Forward and backward of one layer; the same seeds give the same weights and data either way.
+ConvRun RunConv(const std::string& body, const std::vector<int>& shape, DataType dtype,
+                bool depthwise) {
+  DepthwiseSwitch guard(depthwise);
+  LayerParameter param = ParseLayerParam("type: 'Convolution' " + Conv(body));
+  ConvolutionLayer layer(param);
+  layer.set_dtype(dtype);
+  Blob bottom(shape, dtype), top(dtype);
+  FillUniform(&bottom, -1, 1);
+  SetRandomSeed(1701);  // the same filled weights in both runs
+  layer.SetUp({&bottom}, {&top});
+  layer.Forward({&bottom}, {&top});
+  Blob noise(top.shape(), dtype);
+  FillUniform(&noise, -1, 1, 77);
+  for (int64_t i = 0; i < top.count(); ++i) {
+    if (dtype == DataType::kFloat64)
+      top.mutable_cpu_diff<double>()[i] = noise.data_at(i);
+    else
+      top.mutable_cpu_diff<float>()[i] = static_cast<float>(noise.data_at(i));
+  }
+  for (auto& blob : layer.blobs()) blob->SetDiffZero();
+  layer.Backward({&top}, {true}, {&bottom});
+  ConvRun run;
+  for (int64_t i = 0; i < top.count(); ++i) run.top.push_back(top.data_at(i));
+  for (int64_t i = 0; i < bottom.count(); ++i) run.bottom_diff.push_back(bottom.diff_at(i));
+  for (int64_t i = 0; i < layer.blobs()[0]->count(); ++i)
+    run.weight_diff.push_back(layer.blobs()[0]->diff_at(i));
+  if (layer.blobs().size() > 1)
+    for (int64_t i = 0; i < layer.blobs()[1]->count(); ++i)
+      run.bias_diff.push_back(layer.blobs()[1]->diff_at(i));
+  return run;
+}
+
+void ExpectAllNear(const std::vector<double>& fast, const std::vector<double>& generic,
+                   double tolerance, const char* what) {
+  ASSERT_EQ(fast.size(), generic.size()) << what;
+  double scale = 1.0;
+  for (double v : generic) scale = std::max(scale, std::abs(v));
+  for (size_t i = 0; i < fast.size(); ++i)
+    ASSERT_NEAR(fast[i], generic[i], tolerance * scale) << what << " at " << i;
+}
+
+TEST(ConvolutionDepthwise, FastPathMatchesIm2colGemm) {
+  const std::vector<std::pair<std::string, std::vector<int>>> cases = {
+      {"num_output: 8 kernel_size: 3 group: 8 pad: 1", {2, 8, 9, 7}},
+      {"num_output: 5 kernel_size: 3 group: 5 stride: 2", {3, 5, 8, 9}},
+      {"num_output: 4 kernel_size: 3 group: 4 dilation: 2 pad: 2 stride: 2", {2, 4, 10, 11}},
+      {"num_output: 3 kernel_h: 5 kernel_w: 3 group: 3 stride_h: 3 stride_w: 1 pad_h: 2 "
+       "pad_w: 0 bias_term: false",
+       {2, 3, 9, 6}},
+      {"num_output: 12 kernel_size: 3 group: 4 pad: 1 stride: 2", {2, 4, 7, 7}},
+      {"num_output: 2 kernel_size: 3 group: 2 pad: 3 dilation: 2", {1, 2, 3, 4}},
+      {"num_output: 6 kernel_size: 1 group: 6 stride: 2", {2, 6, 5, 5}},
+      // Large enough for the OpenMP branches.
+      {"num_output: 32 kernel_size: 3 group: 32 pad: 1", {2, 32, 28, 28}},
+  };
+  for (const auto& [body, shape] : cases) {
+    SCOPED_TRACE(body);
+    LayerParameter param = ParseLayerParam("type: 'Convolution' " + Conv(body));
+    const ConvolutionParameter& p = param.convolution_param();
+    ASSERT_TRUE(UseDepthwiseConv(2, shape[1], static_cast<int>(p.group()),
+                                 static_cast<int>(p.num_output()), false));
+    for (DataType dtype : {DataType::kFloat64, DataType::kFloat32}) {
+      SCOPED_TRACE(DataTypeName(dtype));
+      const double tolerance = dtype == DataType::kFloat64 ? 1e-12 : 2e-5;
+      const ConvRun fast = RunConv(body, shape, dtype, true);
+      const ConvRun generic = RunConv(body, shape, dtype, false);
+      ExpectAllNear(fast.top, generic.top, tolerance, "top");
+      ExpectAllNear(fast.bottom_diff, generic.bottom_diff, tolerance, "bottom diff");
+      ExpectAllNear(fast.weight_diff, generic.weight_diff, tolerance, "weight diff");
+      ExpectAllNear(fast.bias_diff, generic.bias_diff, tolerance, "bias diff");
+      // The runs differ from an unrelated one: the comparison can fail.
+      EXPECT_GT(std::abs(fast.top[0] - fast.top[1]) + std::abs(fast.weight_diff[0]), 0.0);
+    }
+  }
+}
+
+TEST(ConvolutionDepthwise, OnlyDepthwiseGeometriesTakeTheFastPath) {
+  EXPECT_TRUE(UseDepthwiseConv(2, 32, 32, 32, false));
+  EXPECT_TRUE(UseDepthwiseConv(2, 32, 32, 64, false));   // channel multiplier 2
+  EXPECT_FALSE(UseDepthwiseConv(2, 32, 16, 32, false));  // grouped, not depthwise
+  EXPECT_FALSE(UseDepthwiseConv(2, 32, 1, 32, false));
+  EXPECT_FALSE(UseDepthwiseConv(3, 8, 8, 8, false));  // 3-D
+  EXPECT_FALSE(UseDepthwiseConv(1, 8, 8, 8, false));  // 1-D
+  EXPECT_FALSE(UseDepthwiseConv(2, 8, 8, 8, true));   // force_nd_im2col asks for im2col
+  DepthwiseSwitch off(false);
+  EXPECT_FALSE(UseDepthwiseConv(2, 8, 8, 8, false));
+}
+
+TEST(ConvolutionDepthwise, ByHand) {
+  // One channel, 3x3 input, 2x2 kernel, pad 1, stride 2: outputs read the corners.
+  LayerParameter param = ParseLayerParam(
+      "type: 'Convolution' convolution_param { num_output: 2 group: 2 kernel_size: 2 pad: 1 "
+      "stride: 2 }");
+  BlobProto* weights = param.add_blobs();
+  for (int d : {2, 1, 2, 2}) weights->mutable_shape()->add_dim(d);
+  for (float w : {1.f, 2.f, 3.f, 4.f, 0.f, 0.f, 0.f, -1.f}) weights->add_data(w);
+  BlobProto* bias = param.add_blobs();
+  bias->mutable_shape()->add_dim(2);
+  bias->add_data(0.5f);
+  bias->add_data(0.f);
+  ConvolutionLayer layer(param);
+  layer.set_dtype(DataType::kFloat64);
+  Blob bottom(std::vector<int>{1, 2, 3, 3}, DataType::kFloat64), top(DataType::kFloat64);
+  for (int i = 0; i < 18; ++i) bottom.mutable_cpu_data<double>()[i] = i + 1;
+  layer.SetUp({&bottom}, {&top});
+  layer.Forward({&bottom}, {&top});
+  ASSERT_EQ(top.shape(), (std::vector<int>{1, 2, 2, 2}));
+  // Channel 0 (x = 1..9): top(0,0) = 4 * x(0,0) + 0.5; top(0,1) = 3 * x(0,1) + 4 * x(0,2) + 0.5;
+  // top(1,0) = 2 * x(1,0) + 4 * x(2,0) + 0.5; top(1,1) = x(1,1) + 2 x(1,2) + 3 x(2,1) + 4 x(2,2).
+  // Channel 1 (x = 10..18): -x at (2 y, 2 x).
+  const std::vector<double> expected = {
+      4.5, 3 * 2 + 4 * 3 + 0.5, 2 * 4 + 4 * 7 + 0.5, 5 + 2 * 6 + 3 * 8 + 4 * 9 + 0.5, -10, -12, -16,
+      -18};
+  for (int i = 0; i < 8; ++i) EXPECT_DOUBLE_EQ(top.data_at(i), expected[i]) << i;
+}
 
 std::vector<int> OutputShape(const std::string& body, const std::vector<int>& bottom_shape) {
   LayerParameter param = ParseLayerParam("type: 'Convolution' " + Conv(body));

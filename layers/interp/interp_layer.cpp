@@ -100,29 +100,8 @@ void InterpLayer::Forward(const Blob& bottom, Blob* top) const {
   const int out_h = top->shape(axes - 2), out_w = top->shape(axes - 1);
   const std::vector<Tap> rows = Taps(-pad_beg_, in_h + pad_beg_ + pad_end_, out_h);
   const std::vector<Tap> cols = Taps(-pad_beg_, in_w + pad_beg_ + pad_end_, out_w);
-  const int64_t planes = bottom.count(0, axes - 2);
-  const int64_t in_plane = static_cast<int64_t>(in_h) * in_w;
-  const int64_t out_plane = static_cast<int64_t>(out_h) * out_w;
-  const T* bottom_data = bottom.cpu_data<T>();
-  T* top_data = top->mutable_cpu_data<T>();
-#pragma omp parallel for if (planes * out_plane > 65536)
-  for (int64_t p = 0; p < planes; ++p) {
-    const T* in = bottom_data + p * in_plane;
-    T* out = top_data + p * out_plane;
-    for (int y = 0; y < out_h; ++y) {
-      const Tap& r = rows[y];
-      const T* row0 = in + static_cast<int64_t>(r.first) * in_w;
-      const T* row1 = in + static_cast<int64_t>(r.second) * in_w;
-      const T ly = static_cast<T>(r.lambda);
-      T* out_row = out + static_cast<int64_t>(y) * out_w;
-      for (int x = 0; x < out_w; ++x) {
-        const Tap& c = cols[x];
-        const T lx = static_cast<T>(c.lambda);
-        out_row[x] = (1 - ly) * ((1 - lx) * row0[c.first] + lx * row0[c.second]) +
-                     ly * ((1 - lx) * row1[c.first] + lx * row1[c.second]);
-      }
-    }
-  }
+  cpu::ResizeForward(bottom.cpu_data<T>(), bottom.count(0, axes - 2), in_h, in_w, rows, cols,
+                     true, top->mutable_cpu_data<T>());
 }
 
 template <typename T>
@@ -132,34 +111,8 @@ void InterpLayer::Backward(const Blob& top, Blob* bottom) const {
   const int out_h = top.shape(axes - 2), out_w = top.shape(axes - 1);
   const std::vector<Tap> rows = Taps(-pad_beg_, in_h + pad_beg_ + pad_end_, out_h);
   const std::vector<Tap> cols = Taps(-pad_beg_, in_w + pad_beg_ + pad_end_, out_w);
-  const int64_t planes = bottom->count(0, axes - 2);
-  const int64_t in_plane = static_cast<int64_t>(in_h) * in_w;
-  const int64_t out_plane = static_cast<int64_t>(out_h) * out_w;
-  const T* top_diff = top.cpu_diff<T>();
-  T* bottom_diff = bottom->mutable_cpu_diff<T>();
-  // One thread per plane; each plane's top pixels are scattered in a fixed order.
-#pragma omp parallel for if (planes * out_plane > 65536)
-  for (int64_t p = 0; p < planes; ++p) {
-    T* in = bottom_diff + p * in_plane;
-    const T* out = top_diff + p * out_plane;
-    std::fill(in, in + in_plane, T(0));
-    for (int y = 0; y < out_h; ++y) {
-      const Tap& r = rows[y];
-      T* row0 = in + static_cast<int64_t>(r.first) * in_w;
-      T* row1 = in + static_cast<int64_t>(r.second) * in_w;
-      const T ly = static_cast<T>(r.lambda);
-      const T* out_row = out + static_cast<int64_t>(y) * out_w;
-      for (int x = 0; x < out_w; ++x) {
-        const Tap& c = cols[x];
-        const T lx = static_cast<T>(c.lambda);
-        const T d = out_row[x];
-        row0[c.first] += (1 - ly) * (1 - lx) * d;
-        row0[c.second] += (1 - ly) * lx * d;
-        row1[c.first] += ly * (1 - lx) * d;
-        row1[c.second] += ly * lx * d;
-      }
-    }
-  }
+  cpu::ResizeBackward(top.cpu_diff<T>(), bottom->count(0, axes - 2), in_h, in_w, rows, cols,
+                      true, bottom->mutable_cpu_diff<T>());
 }
 
 void InterpLayer::ForwardCpu(const BlobVec& bottom, const BlobVec& top) {

@@ -2,6 +2,7 @@
 #include <vector>
 
 #include "crema/layer.hpp"
+#include "math/resize.hpp"
 
 namespace crema {
 
@@ -37,11 +38,7 @@ class InterpLayer final : public Layer {
 
  private:
   // Per output row (or column): the source index in the full input and the weight of the next.
-  struct Tap {
-    int first = 0;
-    int second = 0;
-    double lambda = 0.0;
-  };
+  using Tap = cpu::ResizeTap;
   static std::vector<Tap> Taps(int crop, int in_eff, int out_size);
   template <typename T>
   void Forward(const Blob& bottom, Blob* top) const;

@@ -2,6 +2,7 @@
 #include <vector>
 
 #include "crema/layer.hpp"
+#include "math/resize.hpp"
 
 namespace crema {
 
@@ -31,11 +32,7 @@ class UpsampleLayer final : public Layer {
 
  private:
   // Per output row (or column): the two source indices and the weight of the second.
-  struct Tap {
-    int first = 0;
-    int second = 0;
-    double lambda = 0.0;
-  };
+  using Tap = cpu::ResizeTap;
   std::vector<Tap> Taps(int in_size, int out_size) const;
   template <typename T>
   void Forward(const Blob& bottom, Blob* top) const;
