@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <cctype>
 
+#include "core/cuda_context.hpp"
 #include "crema/error.hpp"
 
 DEFINE_string(solver, "", "The solver definition protocol buffer text file.");
@@ -14,6 +15,15 @@ DEFINE_string(snapshot, "", "A .solverstate to resume training from.");
 DEFINE_string(gpu, "",
               "Run on GPU: a device id, e.g. --gpu 0, or 'all'. Empty (the default) runs on "
               "the CPU.");
+DEFINE_string(math, "fp32",
+              "GPU float32 math: fp32 (exact, the default) or tf32 (cuBLAS and cuDNN may use "
+              "TF32 tensor cores: faster, about 3 fewer significant digits in products).");
+DEFINE_int32(cudnn_workspace_mb, 1024,
+             "Upper bound of the cuDNN scratch memory in MiB; algorithms needing more are "
+             "not used.");
+DEFINE_bool(deterministic, false,
+            "GPU: use only deterministic cuDNN algorithms, chosen by heuristics rather than "
+            "timing, so repeated runs give identical results.");
 DEFINE_int32(iterations, 50, "The number of iterations (batches) to run.");
 DEFINE_string(phase, "", "Network phase: TRAIN or TEST.");
 DEFINE_string(stage, "", "Network stages, separated by commas (NetState.stage).");
@@ -47,6 +57,8 @@ Device DeviceFromFlags() {
   if (FLAGS_gpu.empty()) return Device::Cpu();
   if (FLAGS_gpu == "all") {
     if (CudaDeviceCount() == 0) CREMA_THROW_RUNTIME("--gpu all: no CUDA device is visible");
+    SetCudaDevice(0);
+    ApplyGpuMathFlags();
     return Device::Cuda(0);
   }
   std::vector<std::string> ids = SplitList(FLAGS_gpu);
@@ -60,7 +72,21 @@ Device DeviceFromFlags() {
                        "give one device id");
   const int id = std::stoi(ids[0]);
   SetCudaDevice(id);
+  ApplyGpuMathFlags();
   return Device::Cuda(id);
+}
+
+void ApplyGpuMathFlags() {
+  if (FLAGS_math == "fp32")
+    gpu::SetMathMode(gpu::MathMode::kFp32);
+  else if (FLAGS_math == "tf32")
+    gpu::SetMathMode(gpu::MathMode::kTf32);
+  else
+    CREMA_THROW_CONFIG("--math must be fp32 or tf32, got \"", FLAGS_math, "\"");
+  if (FLAGS_cudnn_workspace_mb < 0)
+    CREMA_THROW_CONFIG("--cudnn_workspace_mb must be >= 0, got ", FLAGS_cudnn_workspace_mb);
+  gpu::SetWorkspaceLimit(static_cast<size_t>(FLAGS_cudnn_workspace_mb) << 20);
+  gpu::SetDeterministic(FLAGS_deterministic);
 }
 
 Phase PhaseFromFlag(Phase fallback) {

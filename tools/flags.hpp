@@ -13,6 +13,9 @@ DECLARE_string(model);
 DECLARE_string(weights);
 DECLARE_string(snapshot);
 DECLARE_string(gpu);
+DECLARE_string(math);
+DECLARE_int32(cudnn_workspace_mb);
+DECLARE_bool(deterministic);
 DECLARE_int32(iterations);
 DECLARE_string(phase);
 DECLARE_string(stage);
@@ -26,6 +29,8 @@ namespace crema::cli {
 // --gpu "" -> CPU; "0" -> cuda:0; "all" -> every device (the first one, until multi-GPU);
 // ConfigError for anything else.
 Device DeviceFromFlags();
+// --math, --cudnn_workspace_mb, --deterministic -> the process-wide GPU settings.
+void ApplyGpuMathFlags();
 // --phase TRAIN|TEST (case-insensitive); ConfigError otherwise. `fallback` when empty.
 Phase PhaseFromFlag(Phase fallback);
 // --stage a,b,c

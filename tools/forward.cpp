@@ -124,5 +124,5 @@ CREMA_REGISTER_VERB(forward, "forward",
                     "net output (every blob with --all_blobs) is written as DIR/<blob>.npy "
                     "(float32; characters outside [A-Za-z0-9_.-] in the name become '~').",
                     {"model", "weights", "input", "output_dir", "all_blobs", "phase", "stage",
-                     "level", "gpu"},
+                     "level", "gpu", "math", "cudnn_workspace_mb", "deterministic"},
                     &crema::cli::RunForward);

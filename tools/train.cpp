@@ -95,6 +95,7 @@ Device TrainDevice(const SolverParameter& param) {
       return Device::Cpu();
     }
     SetCudaDevice(param.device_id());
+    ApplyGpuMathFlags();
     return Device::Cuda(param.device_id());
   }
   return Device::Cpu();
@@ -169,6 +170,6 @@ CREMA_REGISTER_VERB(train, "train", "train or fine-tune a net from a solver prot
                     "the solver to max_iter, snapshotting as the solver says. Ctrl-C stops after "
                     "the current iteration and still writes the final snapshot. At the end the "
                     "final test scores (after max_iter) are printed on stdout.",
-                    {"solver", "weights", "snapshot", "gpu", "stage", "level", "sigint_effect",
+                    {"solver", "weights", "snapshot", "gpu", "math", "cudnn_workspace_mb", "deterministic", "stage", "level", "sigint_effect",
                      "sighup_effect"},
                     &crema::cli::RunTrain);

@@ -54,6 +54,10 @@ class BatchNormLayer final : public Layer {
   std::vector<double> std_;
   // y, kept for Backward: a later in-place layer may overwrite the top.
   Blob x_norm_;
+  // GPU: per channel, in double: mean, 1 / sqrt(var + eps), mean(dy), mean(dy * y).
+  Blob stats_gpu_{DataType::kFloat64};
+
+  CREMA_LAYER_GPU_KERNELS;
 };
 
 }  // namespace crema

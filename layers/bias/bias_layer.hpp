@@ -41,6 +41,8 @@ class BiasLayer final : public Layer {
   int64_t outer_dim_ = 0;
   int64_t bias_dim_ = 0;
   int64_t inner_dim_ = 0;
+
+  CREMA_LAYER_GPU_KERNELS;
 };
 
 }  // namespace crema

@@ -33,6 +33,8 @@ class ConcatLayer final : public Layer {
   int concat_axis_ = 1;
   int64_t num_concats_ = 0;        // product of the axes before the concat axis
   int64_t concat_input_size_ = 0;  // product of the axes after it
+
+  CREMA_LAYER_GPU_KERNELS;
 };
 
 }  // namespace crema

@@ -6,9 +6,13 @@
 // bias (num_output). Params: convolution_param { num_output, bias_term, kernel_size | kernel_h/_w,
 // pad | pad_h/_w, stride | stride_h/_w, dilation, group, axis, force_nd_im2col, weight_filler,
 // bias_filler }. Not in-place.
+#include <memory>
+
 #include "layers/convolution/base_conv_layer.hpp"
 
 namespace crema {
+
+class CudnnConvolution;
 
 class ConvolutionLayer final : public BaseConvolutionLayer {
  public:
@@ -34,6 +38,12 @@ class ConvolutionLayer final : public BaseConvolutionLayer {
   bool DepthwiseShapeOf(struct DepthwiseShape* shape) const;
   // ---- end depthwise fast path ----
 
+#ifdef CREMA_WITH_CUDA
+  // The cuDNN engine (cudnn_convolution.hpp), created on the first GPU pass.
+  std::shared_ptr<CudnnConvolution> cudnn_;
+  bool CudnnFits() const;
+#endif
+  CREMA_LAYER_GPU_KERNELS;
 };
 
 }  // namespace crema

@@ -8,9 +8,13 @@
 // Params: convolution_param { num_output, bias_term, kernel_size | kernel_h/_w, pad | pad_h/_w,
 // stride | stride_h/_w, dilation, group, axis, force_nd_im2col, weight_filler, bias_filler }.
 // Not in-place.
+#include <memory>
+
 #include "layers/convolution/base_conv_layer.hpp"
 
 namespace crema {
+
+class CudnnConvolution;
 
 class DeconvolutionLayer final : public BaseConvolutionLayer {
  public:
@@ -30,6 +34,13 @@ class DeconvolutionLayer final : public BaseConvolutionLayer {
   template <typename T>
   void BackwardT(const BlobVec& top, const std::vector<bool>& propagate_down,
                  const BlobVec& bottom);
+
+#ifdef CREMA_WITH_CUDA
+  // The cuDNN convolution whose input is this layer's top and whose output is its bottom,
+  // created on the first GPU pass.
+  std::shared_ptr<CudnnConvolution> cudnn_;
+#endif
+  CREMA_LAYER_GPU_KERNELS;
 };
 
 }  // namespace crema

@@ -33,6 +33,10 @@ class DropoutLayer final : public NeuronLayer {
   double scale_ = 2.0;      // 1 / (1 - p)
   bool scale_train_ = true;
   std::vector<unsigned int> mask_;
+  // GPU: the same mask (drawn on the host, so CPU and GPU nets drop the same units) as 0/1.
+  Blob mask_gpu_;
+
+  CREMA_LAYER_GPU_KERNELS;
 };
 
 }  // namespace crema

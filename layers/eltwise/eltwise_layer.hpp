@@ -37,6 +37,10 @@ class EltwiseLayer final : public Layer {
   std::vector<double> coeffs_;
   bool stable_prod_grad_ = true;
   std::vector<int> max_idx_;  // MAX: the bottom that won, per element
+  // GPU MAX: the bottom that won, per element, as exact small integers in the element type.
+  Blob max_idx_gpu_;
+
+  CREMA_LAYER_GPU_KERNELS;
 };
 
 }  // namespace crema

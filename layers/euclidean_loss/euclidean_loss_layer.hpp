@@ -28,6 +28,8 @@ class EuclideanLossLayer final : public LossLayer {
   void Backward(const BlobVec& top, const std::vector<bool>& propagate_down, const BlobVec& bottom);
 
   Blob diff_;  // a - b
+
+  CREMA_LAYER_GPU_KERNELS;
 };
 
 }  // namespace crema

@@ -9,6 +9,8 @@ namespace crema {
 // Params: flatten_param { axis (default 1), end_axis (default -1); negative counts from the end }.
 class FlattenLayer final : public Layer {
  public:
+  // Device-neutral: it only shares or zeroes memory, so the same code serves the GPU.
+  bool HasGpuKernels() const override { return true; }
   using Layer::Layer;
   const char* type() const override { return "Flatten"; }
   void Reshape(const BlobVec& bottom, const BlobVec& top) override;

@@ -38,6 +38,8 @@ class InnerProductLayer final : public Layer {
   bool bias_term_ = true;
   bool transpose_ = false;
   Blob bias_multiplier_;
+
+  CREMA_LAYER_GPU_KERNELS;
 };
 
 }  // namespace crema

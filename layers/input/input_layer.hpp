@@ -10,6 +10,8 @@ namespace crema {
 // Params: input_param { repeated shape { dim ... } }.
 class InputLayer final : public Layer {
  public:
+  // Device-neutral: it only shares or zeroes memory, so the same code serves the GPU.
+  bool HasGpuKernels() const override { return true; }
   using Layer::Layer;
   const char* type() const override { return "Input"; }
   void LayerSetUp(const BlobVec& bottom, const BlobVec& top) override;

@@ -46,6 +46,8 @@ class LRNLayer final : public Layer {
   Blob scale_;   // s, from the last Forward
   Blob buffer_;  // one image of squares or ratios
   Blob sums_;    // one image of window sums
+
+  CREMA_LAYER_GPU_KERNELS;
 };
 
 }  // namespace crema

@@ -55,6 +55,10 @@ class PoolingLayer final : public Layer {
   // MAX without a mask top: the argmax per output; STOCHASTIC (TRAIN): the sampled cell. Both as
   // flat indices into the bottom plane.
   std::vector<int> max_idx_;
+  // GPU MAX without a mask top: the argmax per output as exact small integers in float.
+  Blob max_idx_gpu_;
+
+  CREMA_LAYER_GPU_KERNELS;
 };
 
 }  // namespace crema

@@ -21,6 +21,8 @@ class ReLULayer final : public NeuronLayer {
   void Forward(const Blob& bottom, Blob* top) const;
   template <typename T>
   void Backward(const Blob& top, Blob* bottom) const;
+
+  CREMA_LAYER_GPU_KERNELS;
 };
 
 }  // namespace crema

@@ -15,6 +15,8 @@ namespace crema {
 // num_axes (default -1 = to the end) }. Not in-place.
 class ReshapeLayer final : public Layer {
  public:
+  // Device-neutral: it only shares or zeroes memory, so the same code serves the GPU.
+  bool HasGpuKernels() const override { return true; }
   using Layer::Layer;
   const char* type() const override { return "Reshape"; }
   void LayerSetUp(const BlobVec& bottom, const BlobVec& top) override;

@@ -51,6 +51,8 @@ class ScaleLayer final : public Layer {
   int64_t bias_outer_dim_ = 0, bias_dim_ = 0, bias_inner_dim_ = 0;
   // In place: a copy of bottom[0] for the gradient of the scale.
   Blob bottom_copy_;
+
+  CREMA_LAYER_GPU_KERNELS;
 };
 
 }  // namespace crema

@@ -7,6 +7,8 @@ namespace crema {
 // Backward sets the diff of every bottom that takes a gradient to zero. No params.
 class SilenceLayer final : public Layer {
  public:
+  // Device-neutral: it only shares or zeroes memory, so the same code serves the GPU.
+  bool HasGpuKernels() const override { return true; }
   using Layer::Layer;
   const char* type() const override { return "Silence"; }
   void Reshape(const BlobVec& bottom, const BlobVec& top) override {}

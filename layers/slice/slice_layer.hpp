@@ -35,6 +35,8 @@ class SliceLayer final : public Layer {
   int slice_axis_ = 1;
   int64_t num_slices_ = 0;  // product of the axes before the slice axis
   int64_t slice_size_ = 0;  // product of the axes after it
+
+  CREMA_LAYER_GPU_KERNELS;
 };
 
 }  // namespace crema

@@ -30,6 +30,8 @@ class SoftmaxLayer final : public Layer {
   int64_t outer_num_ = 0;  // product of the axes before `axis`
   int64_t channels_ = 0;   // size of `axis`
   int64_t inner_num_ = 0;  // product of the axes after `axis`
+
+  CREMA_LAYER_GPU_KERNELS;
 };
 
 }  // namespace crema

@@ -49,6 +49,9 @@ class SoftmaxWithLossLayer final : public LossLayer {
   int axis_ = 1;
   int64_t outer_num_ = 0;
   int64_t inner_num_ = 0;
+  Blob bad_label_{DataType::kFloat64};  // GPU: 1 + the position of a label out of range, or 0
+
+  CREMA_LAYER_GPU_KERNELS;
 };
 
 }  // namespace crema

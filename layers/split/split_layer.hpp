@@ -22,6 +22,8 @@ class SplitLayer final : public Layer {
  private:
   template <typename T>
   void Backward(const BlobVec& top, Blob* bottom) const;
+
+  CREMA_LAYER_GPU_KERNELS;
 };
 
 }  // namespace crema

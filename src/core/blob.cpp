@@ -6,6 +6,11 @@
 
 #include "crema/proto.hpp"
 
+#ifdef CREMA_WITH_CUDA
+#include "core/blob_gpu.hpp"
+#include "core/cuda_context.hpp"
+#endif
+
 namespace crema {
 
 size_t SizeOf(DataType type) {
@@ -170,8 +175,22 @@ void ScaleOf(T* x, int64_t n, double factor) {
 }
 }  // namespace
 
+namespace {
+// Whether the freshest copy of `mem` is on the GPU: then Blob's operations run there (Caffe).
+bool OnGpu(const SyncedMemory& mem) {
+  return mem.head() == SyncedMemory::Head::kAtGpu || mem.head() == SyncedMemory::Head::kSynced;
+}
+}  // namespace
+
 void Blob::Update() {
   if (count_ == 0) return;
+#ifdef CREMA_WITH_CUDA
+  if (OnGpu(*data_)) {
+    CREMA_DISPATCH_FLOAT(dtype_, T,
+                         gpu::BlobUpdate(count_, gpu_diff<T>(), mutable_gpu_data<T>()));
+    return;
+  }
+#endif
   CREMA_DISPATCH_FLOAT(dtype_, T, {
     T* data = mutable_cpu_data<T>();
     const T* diff = cpu_diff<T>();
@@ -179,38 +198,72 @@ void Blob::Update() {
   });
 }
 
+namespace {
+void ZeroMemory(SyncedMemory* mem, size_t bytes) {
+#ifdef CREMA_WITH_CUDA
+  if (OnGpu(*mem)) {
+    gpu::Check(cudaMemsetAsync(mem->mutable_gpu_data(), 0, bytes, gpu::Stream()),
+               "cudaMemsetAsync");
+    return;
+  }
+#endif
+  std::memset(mem->mutable_cpu_data(), 0, bytes);
+}
+}  // namespace
+
 void Blob::SetDataZero() {
-  if (count_ > 0) std::memset(data_->mutable_cpu_data(), 0, count_ * SizeOf(dtype_));
+  if (count_ > 0) ZeroMemory(data_.get(), count_ * SizeOf(dtype_));
 }
 void Blob::SetDiffZero() {
-  if (count_ > 0) std::memset(diff_->mutable_cpu_data(), 0, count_ * SizeOf(dtype_));
+  if (count_ > 0) ZeroMemory(diff_.get(), count_ * SizeOf(dtype_));
 }
 
-double Blob::asum_data() const {
-  double s = 0;
-  if (count_ > 0) CREMA_DISPATCH_FLOAT(dtype_, T, s = AsumOf(cpu_data<T>(), count_));
-  return s;
-}
-double Blob::asum_diff() const {
-  double s = 0;
-  if (count_ > 0) CREMA_DISPATCH_FLOAT(dtype_, T, s = AsumOf(cpu_diff<T>(), count_));
-  return s;
-}
+#ifdef CREMA_WITH_CUDA
+#define CREMA_BLOB_REDUCE(mem, gpu_fn, cpu_fn, gpu_ptr, cpu_ptr)                      \
+  double s = 0;                                                                      \
+  if (count_ == 0) return s;                                                         \
+  if (OnGpu(*mem)) {                                                                 \
+    CREMA_DISPATCH_FLOAT(dtype_, T, s = gpu::gpu_fn(count_, gpu_ptr<T>()));          \
+  } else {                                                                           \
+    CREMA_DISPATCH_FLOAT(dtype_, T, s = cpu_fn(cpu_ptr<T>(), count_));               \
+  }                                                                                  \
+  return s
+#else
+#define CREMA_BLOB_REDUCE(mem, gpu_fn, cpu_fn, gpu_ptr, cpu_ptr)                      \
+  double s = 0;                                                                      \
+  if (count_ > 0) CREMA_DISPATCH_FLOAT(dtype_, T, s = cpu_fn(cpu_ptr<T>(), count_)); \
+  return s
+#endif
+
+double Blob::asum_data() const { CREMA_BLOB_REDUCE(data_, BlobAsum, AsumOf, gpu_data, cpu_data); }
+double Blob::asum_diff() const { CREMA_BLOB_REDUCE(diff_, BlobAsum, AsumOf, gpu_diff, cpu_diff); }
 double Blob::sumsq_data() const {
-  double s = 0;
-  if (count_ > 0) CREMA_DISPATCH_FLOAT(dtype_, T, s = SumsqOf(cpu_data<T>(), count_));
-  return s;
+  CREMA_BLOB_REDUCE(data_, BlobSumsq, SumsqOf, gpu_data, cpu_data);
 }
 double Blob::sumsq_diff() const {
-  double s = 0;
-  if (count_ > 0) CREMA_DISPATCH_FLOAT(dtype_, T, s = SumsqOf(cpu_diff<T>(), count_));
-  return s;
+  CREMA_BLOB_REDUCE(diff_, BlobSumsq, SumsqOf, gpu_diff, cpu_diff);
 }
+#undef CREMA_BLOB_REDUCE
+
 void Blob::scale_data(double factor) {
-  if (count_ > 0) CREMA_DISPATCH_FLOAT(dtype_, T, ScaleOf(mutable_cpu_data<T>(), count_, factor));
+  if (count_ == 0) return;
+#ifdef CREMA_WITH_CUDA
+  if (OnGpu(*data_)) {
+    CREMA_DISPATCH_FLOAT(dtype_, T, gpu::BlobScale(count_, factor, mutable_gpu_data<T>()));
+    return;
+  }
+#endif
+  CREMA_DISPATCH_FLOAT(dtype_, T, ScaleOf(mutable_cpu_data<T>(), count_, factor));
 }
 void Blob::scale_diff(double factor) {
-  if (count_ > 0) CREMA_DISPATCH_FLOAT(dtype_, T, ScaleOf(mutable_cpu_diff<T>(), count_, factor));
+  if (count_ == 0) return;
+#ifdef CREMA_WITH_CUDA
+  if (OnGpu(*diff_)) {
+    CREMA_DISPATCH_FLOAT(dtype_, T, gpu::BlobScale(count_, factor, mutable_gpu_diff<T>()));
+    return;
+  }
+#endif
+  CREMA_DISPATCH_FLOAT(dtype_, T, ScaleOf(mutable_cpu_diff<T>(), count_, factor));
 }
 
 void Blob::ShareData(const Blob& other) {
@@ -236,6 +289,14 @@ void Blob::CopyFrom(const Blob& source, bool copy_diff, bool reshape) {
   auto& src = copy_diff ? source.diff_ : source.data_;
   auto& dst = copy_diff ? diff_ : data_;
   if (source.dtype_ == dtype_) {
+#ifdef CREMA_WITH_CUDA
+    if (OnGpu(*src)) {
+      gpu::Check(cudaMemcpyAsync(dst->mutable_gpu_data(), src->gpu_data(), count_ * SizeOf(dtype_),
+                                 cudaMemcpyDeviceToDevice, gpu::Stream()),
+                 "cudaMemcpyAsync (device to device)");
+      return;
+    }
+#endif
     std::memcpy(dst->mutable_cpu_data(), src->cpu_data(), count_ * SizeOf(dtype_));
     return;
   }

@@ -5,7 +5,8 @@
 #include "crema/error.hpp"
 
 #ifdef CREMA_WITH_CUDA
-#include <cuda_runtime_api.h>
+#include "core/cuda_allocator.hpp"
+#include "core/cuda_context.hpp"
 #endif
 
 namespace crema {
@@ -19,14 +20,6 @@ void* HostAlloc(size_t size) {
   return ptr;
 }
 
-#ifdef CREMA_WITH_CUDA
-void CudaCheck(cudaError_t status, const char* what) {
-  if (status != cudaSuccess)
-    CREMA_THROW_RUNTIME(what, " failed: ", cudaGetErrorName(status), " (",
-                        cudaGetErrorString(status), ")");
-}
-#endif
-
 [[noreturn]] void NoCuda() {
   CREMA_THROW_RUNTIME(
       "this crema was built without CUDA; rebuild with -DCREMA_CUDA=ON or run on the CPU");
@@ -39,7 +32,7 @@ SyncedMemory::SyncedMemory(size_t size_bytes) : size_(size_bytes) {}
 SyncedMemory::~SyncedMemory() {
   if (cpu_ptr_ != nullptr && own_cpu_data_) std::free(cpu_ptr_);
 #ifdef CREMA_WITH_CUDA
-  if (gpu_ptr_ != nullptr && own_gpu_data_) cudaFree(gpu_ptr_);
+  if (gpu_ptr_ != nullptr && own_gpu_data_) gpu::DeviceFree(gpu_ptr_);
 #endif
 }
 
@@ -57,7 +50,10 @@ void SyncedMemory::ToCpu() {
         cpu_ptr_ = HostAlloc(size_);
         own_cpu_data_ = true;
       }
-      CudaCheck(cudaMemcpy(cpu_ptr_, gpu_ptr_, size_, cudaMemcpyDeviceToHost), "cudaMemcpy D2H");
+      // The copy waits for the kernels queued before it on the stream; the host then waits.
+      gpu::Check(cudaMemcpyAsync(cpu_ptr_, gpu_ptr_, size_, cudaMemcpyDeviceToHost, gpu::Stream()),
+                 "cudaMemcpyAsync (device to host)");
+      gpu::Synchronize();
       head_ = Head::kSynced;
 #else
       NoCuda();
@@ -73,19 +69,22 @@ void SyncedMemory::ToGpu() {
 #ifdef CREMA_WITH_CUDA
   switch (head_) {
     case Head::kUninitialized:
-      CudaCheck(cudaGetDevice(&gpu_device_), "cudaGetDevice");
-      CudaCheck(cudaMalloc(&gpu_ptr_, size_ == 0 ? 1 : size_), "cudaMalloc");
-      CudaCheck(cudaMemset(gpu_ptr_, 0, size_), "cudaMemset");
+      gpu::Check(cudaGetDevice(&gpu_device_), "cudaGetDevice");
+      gpu_ptr_ = gpu::DeviceAlloc(size_);
+      gpu::Check(cudaMemsetAsync(gpu_ptr_, 0, size_, gpu::Stream()), "cudaMemsetAsync");
       own_gpu_data_ = true;
       head_ = Head::kAtGpu;
       break;
     case Head::kAtCpu:
       if (gpu_ptr_ == nullptr) {
-        CudaCheck(cudaGetDevice(&gpu_device_), "cudaGetDevice");
-        CudaCheck(cudaMalloc(&gpu_ptr_, size_ == 0 ? 1 : size_), "cudaMalloc");
+        gpu::Check(cudaGetDevice(&gpu_device_), "cudaGetDevice");
+        gpu_ptr_ = gpu::DeviceAlloc(size_);
         own_gpu_data_ = true;
       }
-      CudaCheck(cudaMemcpy(gpu_ptr_, cpu_ptr_, size_, cudaMemcpyHostToDevice), "cudaMemcpy H2D");
+      // From pageable memory the call returns once the source was read, so the host may
+      // write its buffer again right away.
+      gpu::Check(cudaMemcpyAsync(gpu_ptr_, cpu_ptr_, size_, cudaMemcpyHostToDevice, gpu::Stream()),
+                 "cudaMemcpyAsync (host to device)");
       head_ = Head::kSynced;
       break;
     case Head::kAtGpu:

@@ -1,33 +1,8 @@
-#include <map>
-#include <mutex>
-
 #include "crema/error.hpp"
 #include "math/math_gpu.hpp"
 
 namespace crema::gpu {
 namespace {
-
-struct DeviceContext {
-  cudaStream_t stream = nullptr;
-  cublasHandle_t cublas = nullptr;
-};
-
-DeviceContext& Context() {
-  static std::mutex mutex;
-  static std::map<int, DeviceContext> contexts;
-  int device = 0;
-  Check(cudaGetDevice(&device), "cudaGetDevice");
-  std::lock_guard<std::mutex> lock(mutex);
-  DeviceContext& ctx = contexts[device];
-  if (ctx.stream == nullptr) {
-    Check(cudaStreamCreateWithFlags(&ctx.stream, cudaStreamNonBlocking), "cudaStreamCreate");
-    Check(cublasCreate(&ctx.cublas), "cublasCreate");
-    Check(cublasSetStream(ctx.cublas, ctx.stream), "cublasSetStream");
-    // Exact FP32 by default; tensor-core math is an opt-in of the GPU issue.
-    Check(cublasSetMathMode(ctx.cublas, CUBLAS_PEDANTIC_MATH), "cublasSetMathMode");
-  }
-  return ctx;
-}
 
 cublasOperation_t Op(Trans t) { return t == Trans::kNo ? CUBLAS_OP_N : CUBLAS_OP_T; }
 
@@ -36,21 +11,73 @@ __global__ void SetKernel(int64_t n, T value, T* y) {
   CREMA_CUDA_KERNEL_LOOP(i, n) { y[i] = value; }
 }
 
+// y[i] = f(a[i]) or f(a[i], b[i]); F is a device functor.
+template <typename T, typename F>
+__global__ void Unary(int64_t n, const T* a, T* y, F f) {
+  CREMA_CUDA_KERNEL_LOOP(i, n) { y[i] = f(a[i]); }
+}
+template <typename T, typename F>
+__global__ void Binary(int64_t n, const T* a, const T* b, T* y, F f) {
+  CREMA_CUDA_KERNEL_LOOP(i, n) { y[i] = f(a[i], b[i]); }
+}
+template <typename T, typename F>
+void LaunchUnary(int64_t n, const T* a, T* y, F f) {
+  if (n == 0) return;
+  Unary<<<Blocks(n), kThreads, 0, Stream()>>>(n, a, y, f);
+  CheckLaunch("element-wise kernel");
+}
+template <typename T, typename F>
+void LaunchBinary(int64_t n, const T* a, const T* b, T* y, F f) {
+  if (n == 0) return;
+  Binary<<<Blocks(n), kThreads, 0, Stream()>>>(n, a, b, y, f);
+  CheckLaunch("element-wise kernel");
+}
+
+template <typename T>
+__global__ void AxpbyKernel(int64_t n, T alpha, const T* x, T beta, T* y) {
+  CREMA_CUDA_KERNEL_LOOP(i, n) { y[i] = alpha * x[i] + beta * y[i]; }
+}
+
+template <typename T>
+__device__ double ReduceTerm(const T* a, const T* b, int64_t k) {
+  return b != nullptr ? static_cast<double>(a[k]) * b[k] : static_cast<double>(a[k]);
+}
+
+template <typename T>
+__global__ void ReduceByThread(int64_t outer, int64_t dim, int64_t inner, const T* a, const T* b,
+                               bool accumulate, T* out) {
+  CREMA_CUDA_KERNEL_LOOP(d, dim) {
+    double sum = 0;
+    for (int64_t o = 0; o < outer; ++o)
+      for (int64_t i = 0; i < inner; ++i) sum += ReduceTerm(a, b, (o * dim + d) * inner + i);
+    out[d] = accumulate ? out[d] + static_cast<T>(sum) : static_cast<T>(sum);
+  }
+}
+
+template <typename T>
+__global__ void ReduceByBlock(int64_t outer, int64_t dim, int64_t inner, const T* a, const T* b,
+                              bool accumulate, T* out) {
+  __shared__ double shared[kThreads];
+  const int64_t m = outer * inner;
+  for (int64_t d = blockIdx.x; d < dim; d += gridDim.x) {
+    double sum = 0;
+    for (int64_t j = threadIdx.x; j < m; j += blockDim.x)
+      sum += ReduceTerm(a, b, ((j / inner) * dim + d) * inner + j % inner);
+    shared[threadIdx.x] = sum;
+    __syncthreads();
+    for (int stride = kThreads / 2; stride > 0; stride /= 2) {
+      if (threadIdx.x < stride) shared[threadIdx.x] += shared[threadIdx.x + stride];
+      __syncthreads();
+    }
+    if (threadIdx.x == 0)
+      out[d] = accumulate ? out[d] + static_cast<T>(shared[0]) : static_cast<T>(shared[0]);
+    __syncthreads();
+  }
+}
+
 }  // namespace
 
-void Check(cudaError_t status, const char* what) {
-  if (status != cudaSuccess)
-    CREMA_THROW_RUNTIME(what, " failed: ", cudaGetErrorName(status), " (",
-                        cudaGetErrorString(status), ")");
-}
-
-void Check(cublasStatus_t status, const char* what) {
-  if (status != CUBLAS_STATUS_SUCCESS)
-    CREMA_THROW_RUNTIME(what, " failed: cuBLAS status ", static_cast<int>(status));
-}
-
-cudaStream_t Stream() { return Context().stream; }
-cublasHandle_t CublasHandle() { return Context().cublas; }
+void CheckLaunch(const char* what) { Check(cudaGetLastError(), what); }
 
 // cuBLAS is column-major: a row-major C = A B is the column-major C^T = B^T A^T.
 template <>
@@ -62,7 +89,6 @@ void Gemm<float>(Trans trans_a, Trans trans_b, int m, int n, int k, float alpha,
                     &beta, c, n),
         "cublasSgemm");
 }
-
 template <>
 void Gemm<double>(Trans trans_a, Trans trans_b, int m, int n, int k, double alpha, const double* a,
                   const double* b, double beta, double* c) {
@@ -74,12 +100,33 @@ void Gemm<double>(Trans trans_a, Trans trans_b, int m, int n, int k, double alph
 }
 
 template <>
+void GemmStridedBatched<float>(Trans trans_a, Trans trans_b, int m, int n, int k, float alpha,
+                               const float* a, int64_t stride_a, const float* b, int64_t stride_b,
+                               float beta, float* c, int64_t stride_c, int batch) {
+  const int lda = trans_a == Trans::kNo ? k : m;
+  const int ldb = trans_b == Trans::kNo ? n : k;
+  Check(cublasSgemmStridedBatched(CublasHandle(), Op(trans_b), Op(trans_a), n, m, k, &alpha, b,
+                                  ldb, stride_b, a, lda, stride_a, &beta, c, n, stride_c, batch),
+        "cublasSgemmStridedBatched");
+}
+template <>
+void GemmStridedBatched<double>(Trans trans_a, Trans trans_b, int m, int n, int k, double alpha,
+                                const double* a, int64_t stride_a, const double* b,
+                                int64_t stride_b, double beta, double* c, int64_t stride_c,
+                                int batch) {
+  const int lda = trans_a == Trans::kNo ? k : m;
+  const int ldb = trans_b == Trans::kNo ? n : k;
+  Check(cublasDgemmStridedBatched(CublasHandle(), Op(trans_b), Op(trans_a), n, m, k, &alpha, b,
+                                  ldb, stride_b, a, lda, stride_a, &beta, c, n, stride_c, batch),
+        "cublasDgemmStridedBatched");
+}
+
+template <>
 void Gemv<float>(Trans trans_a, int m, int n, float alpha, const float* a, const float* x,
                  float beta, float* y) {
   const cublasOperation_t op = trans_a == Trans::kNo ? CUBLAS_OP_T : CUBLAS_OP_N;
   Check(cublasSgemv(CublasHandle(), op, n, m, &alpha, a, n, x, 1, &beta, y, 1), "cublasSgemv");
 }
-
 template <>
 void Gemv<double>(Trans trans_a, int m, int n, double alpha, const double* a, const double* x,
                   double beta, double* y) {
@@ -129,12 +176,116 @@ double Asum<double>(int64_t n, const double* x) {
 }
 
 template <typename T>
+void Axpby(int64_t n, T alpha, const T* x, T beta, T* y) {
+  if (n == 0) return;
+  AxpbyKernel<<<Blocks(n), kThreads, 0, Stream()>>>(n, alpha, x, beta, y);
+  CheckLaunch("Axpby kernel");
+}
+template <typename T>
+void Scale(int64_t n, T alpha, const T* x, T* y) {
+  LaunchUnary(n, x, y, [alpha] __device__(T v) { return alpha * v; });
+}
+template <typename T>
+void Copy(int64_t n, const T* x, T* y) {
+  if (n == 0 || x == y) return;
+  Check(cudaMemcpyAsync(y, x, n * sizeof(T), cudaMemcpyDeviceToDevice, Stream()),
+        "cudaMemcpyAsync (device to device)");
+}
+template <typename T>
 void Set(int64_t n, T value, T* y) {
   if (n == 0) return;
+  if (value == T(0)) {
+    Check(cudaMemsetAsync(y, 0, n * sizeof(T), Stream()), "cudaMemsetAsync");
+    return;
+  }
   SetKernel<T><<<Blocks(n), kThreads, 0, Stream()>>>(n, value, y);
-  Check(cudaGetLastError(), "Set kernel launch");
+  CheckLaunch("Set kernel");
 }
-template void Set<float>(int64_t, float, float*);
-template void Set<double>(int64_t, double, double*);
+template <typename T>
+void AddScalar(int64_t n, T alpha, T* y) {
+  LaunchUnary(n, y, y, [alpha] __device__(T v) { return v + alpha; });
+}
+template <typename T>
+void Add(int64_t n, const T* a, const T* b, T* y) {
+  LaunchBinary(n, a, b, y, [] __device__(T u, T v) { return u + v; });
+}
+template <typename T>
+void Sub(int64_t n, const T* a, const T* b, T* y) {
+  LaunchBinary(n, a, b, y, [] __device__(T u, T v) { return u - v; });
+}
+template <typename T>
+void Mul(int64_t n, const T* a, const T* b, T* y) {
+  LaunchBinary(n, a, b, y, [] __device__(T u, T v) { return u * v; });
+}
+template <typename T>
+void Div(int64_t n, const T* a, const T* b, T* y) {
+  LaunchBinary(n, a, b, y, [] __device__(T u, T v) { return u / v; });
+}
+template <typename T>
+void Sqr(int64_t n, const T* a, T* y) {
+  LaunchUnary(n, a, y, [] __device__(T v) { return v * v; });
+}
+template <typename T>
+void Sqrt(int64_t n, const T* a, T* y) {
+  LaunchUnary(n, a, y, [] __device__(T v) { return sqrt(v); });
+}
+template <typename T>
+void Exp(int64_t n, const T* a, T* y) {
+  LaunchUnary(n, a, y, [] __device__(T v) { return exp(v); });
+}
+template <typename T>
+void Log(int64_t n, const T* a, T* y) {
+  LaunchUnary(n, a, y, [] __device__(T v) { return log(v); });
+}
+template <typename T>
+void Abs(int64_t n, const T* a, T* y) {
+  LaunchUnary(n, a, y, [] __device__(T v) { return abs(v); });
+}
+template <typename T>
+void Powx(int64_t n, const T* a, T b, T* y) {
+  LaunchUnary(n, a, y, [b] __device__(T v) { return pow(v, b); });
+}
+template <typename T>
+void Sign(int64_t n, const T* a, T* y) {
+  LaunchUnary(n, a, y, [] __device__(T v) { return static_cast<T>((T(0) < v) - (v < T(0))); });
+}
+
+template <typename T>
+void ReduceByAxis(int64_t outer, int64_t dim, int64_t inner, const T* a, const T* b,
+                  bool accumulate, T* out) {
+  if (dim == 0) return;
+  if (outer * inner <= 128)
+    ReduceByThread<T><<<Blocks(dim), kThreads, 0, Stream()>>>(outer, dim, inner, a,
+                                                                             b, accumulate, out);
+  else
+    ReduceByBlock<T>
+        <<<static_cast<int>(dim < 65535 ? dim : 65535), kThreads, 0, Stream()>>>(
+            outer, dim, inner, a, b, accumulate, out);
+  CheckLaunch("reduction");
+}
+template void ReduceByAxis<float>(int64_t, int64_t, int64_t, const float*, const float*, bool,
+                                  float*);
+template void ReduceByAxis<double>(int64_t, int64_t, int64_t, const double*, const double*, bool,
+                                   double*);
+
+#define CREMA_INSTANTIATE_GPU_MATH(T)                                \
+  template void Axpby<T>(int64_t, T, const T*, T, T*);               \
+  template void Scale<T>(int64_t, T, const T*, T*);                  \
+  template void Copy<T>(int64_t, const T*, T*);                      \
+  template void Set<T>(int64_t, T, T*);                              \
+  template void AddScalar<T>(int64_t, T, T*);                        \
+  template void Add<T>(int64_t, const T*, const T*, T*);             \
+  template void Sub<T>(int64_t, const T*, const T*, T*);             \
+  template void Mul<T>(int64_t, const T*, const T*, T*);             \
+  template void Div<T>(int64_t, const T*, const T*, T*);             \
+  template void Sqr<T>(int64_t, const T*, T*);                       \
+  template void Sqrt<T>(int64_t, const T*, T*);                      \
+  template void Exp<T>(int64_t, const T*, T*);                       \
+  template void Log<T>(int64_t, const T*, T*);                       \
+  template void Abs<T>(int64_t, const T*, T*);                       \
+  template void Powx<T>(int64_t, const T*, T, T*);                   \
+  template void Sign<T>(int64_t, const T*, T*);
+CREMA_INSTANTIATE_GPU_MATH(float)
+CREMA_INSTANTIATE_GPU_MATH(double)
 
 }  // namespace crema::gpu

@@ -1,47 +1,86 @@
 #pragma once
-// GPU math (built when CREMA_WITH_CUDA): cuBLAS for BLAS, small kernels for the rest. Every call
-// runs on the calling thread's current device, on that device's crema stream.
+// GPU math (built when CREMA_WITH_CUDA): cuBLAS for BLAS, small kernels for the rest, mirroring
+// cpu:: in math.hpp. Every call runs on the calling thread's current device, on that device's
+// crema stream (core/cuda_context.hpp); none waits for the GPU except those returning a value.
 #ifdef CREMA_WITH_CUDA
-#include <cublas_v2.h>
-#include <cuda_runtime_api.h>
-
 #include <cstdint>
 
+#include "core/cuda_context.hpp"
 #include "math/math.hpp"
 
 namespace crema::gpu {
-
-// The stream and cuBLAS handle of the current device (created on first use, bound together).
-cudaStream_t Stream();
-cublasHandle_t CublasHandle();
-// Throws RuntimeError naming `what` and the CUDA/cuBLAS error.
-void Check(cudaError_t status, const char* what);
-void Check(cublasStatus_t status, const char* what);
 
 using cpu::Trans;
 // Row-major, as cpu::Gemm.
 template <typename T>
 void Gemm(Trans trans_a, Trans trans_b, int m, int n, int k, T alpha, const T* a, const T* b,
           T beta, T* c);
+// C_i = alpha op(A_i) op(B_i) + beta C_i for i < batch, the matrices stride_a/b/c elements apart.
+template <typename T>
+void GemmStridedBatched(Trans trans_a, Trans trans_b, int m, int n, int k, T alpha, const T* a,
+                        int64_t stride_a, const T* b, int64_t stride_b, T beta, T* c,
+                        int64_t stride_c, int batch);
 template <typename T>
 void Gemv(Trans trans_a, int m, int n, T alpha, const T* a, const T* x, T beta, T* y);
 template <typename T>
 void Axpy(int64_t n, T alpha, const T* x, T* y);
 template <typename T>
+void Axpby(int64_t n, T alpha, const T* x, T beta, T* y);
+template <typename T>
 void Scal(int64_t n, T alpha, T* x);
 template <typename T>
+void Scale(int64_t n, T alpha, const T* x, T* y);
+template <typename T>
+void Copy(int64_t n, const T* x, T* y);
+template <typename T>
 void Set(int64_t n, T value, T* y);
+template <typename T>
+void AddScalar(int64_t n, T alpha, T* y);
+// These return to the host, so they wait for the stream.
 template <typename T>
 T Dot(int64_t n, const T* x, const T* y);
 template <typename T>
 T Asum(int64_t n, const T* x);
+template <typename T>
+void Add(int64_t n, const T* a, const T* b, T* y);
+template <typename T>
+void Sub(int64_t n, const T* a, const T* b, T* y);
+template <typename T>
+void Mul(int64_t n, const T* a, const T* b, T* y);
+template <typename T>
+void Div(int64_t n, const T* a, const T* b, T* y);
+template <typename T>
+void Sqr(int64_t n, const T* a, T* y);
+template <typename T>
+void Sqrt(int64_t n, const T* a, T* y);
+template <typename T>
+void Exp(int64_t n, const T* a, T* y);
+template <typename T>
+void Log(int64_t n, const T* a, T* y);
+template <typename T>
+void Abs(int64_t n, const T* a, T* y);
+template <typename T>
+void Powx(int64_t n, const T* a, T b, T* y);
+template <typename T>
+void Sign(int64_t n, const T* a, T* y);
+
+// out[d] = (accumulate ? out[d] : 0) + sum over o < outer, i < inner of a[k] (times b[k] when b
+// is not null), k = (o * dim + d) * inner + i: per-channel sums such as bias and scale gradients.
+// Summed in double in a fixed order (deterministic, no atomics).
+template <typename T>
+void ReduceByAxis(int64_t outer, int64_t dim, int64_t inner, const T* a, const T* b,
+                  bool accumulate, T* out);
+
+// Throws RuntimeError when the last kernel launch failed.
+void CheckLaunch(const char* what);
 
 }  // namespace crema::gpu
 
-#define CREMA_CUDA_CHECK(expr) ::crema::gpu::Check((expr), #expr)
+#ifdef __CUDACC__
 #define CREMA_CUDA_KERNEL_LOOP(i, n)                                                     \
   for (int64_t i = blockIdx.x * static_cast<int64_t>(blockDim.x) + threadIdx.x; i < (n); \
        i += static_cast<int64_t>(blockDim.x) * gridDim.x)
+#endif
 
 namespace crema::gpu {
 constexpr int kThreads = 256;

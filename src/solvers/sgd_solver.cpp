@@ -10,6 +10,11 @@
 #include "math/math.hpp"
 #include "net/proto_io.hpp"
 
+#ifdef CREMA_WITH_CUDA
+#include "math/math_gpu.hpp"
+#include "solvers/sgd_solver_gpu.hpp"
+#endif
+
 namespace crema {
 namespace {
 
@@ -93,9 +98,7 @@ void SGDSolver::Normalize(int param_id) {
   Blob* blob = net_->learnable_params()[param_id];
   const double normalization = 1.0 / param_.iter_size();
   if (blob->count() == 0) return;
-  CREMA_DISPATCH_FLOAT(
-      blob->dtype(), T,
-      cpu::Scal(blob->count(), static_cast<T>(normalization), blob->mutable_cpu_diff<T>()));
+  blob->scale_diff(normalization);
 }
 
 void SGDSolver::Regularize(int param_id) {
@@ -104,6 +107,25 @@ void SGDSolver::Regularize(int param_id) {
       static_cast<double>(param_.weight_decay()) * net_->params_weight_decay()[param_id];
   if (local_decay == 0 || blob->count() == 0) return;
   const int64_t n = blob->count();
+#ifdef CREMA_WITH_CUDA
+  if (OnGpu()) {
+    if (param_.regularization_type() == "L2") {
+      CREMA_DISPATCH_FLOAT(blob->dtype(), T,
+                           gpu::Axpy(n, static_cast<T>(local_decay), blob->gpu_data<T>(),
+                                     blob->mutable_gpu_diff<T>()));
+      return;
+    }
+    if (param_.regularization_type() == "L1") {
+      Blob* sign = temp_[param_id].get();
+      CREMA_DISPATCH_FLOAT(blob->dtype(), T, {
+        gpu::Sign(n, blob->gpu_data<T>(), sign->mutable_gpu_data<T>());
+        gpu::Axpy(n, static_cast<T>(local_decay), static_cast<const T*>(sign->gpu_data<T>()),
+                  blob->mutable_gpu_diff<T>());
+      });
+      return;
+    }
+  }
+#endif
   if (param_.regularization_type() == "L2") {
     CREMA_DISPATCH_FLOAT(blob->dtype(), T,
                          cpu::Axpy(n, static_cast<T>(local_decay), blob->cpu_data<T>(),
@@ -128,6 +150,15 @@ void SGDSolver::ComputeUpdateValue(int param_id, double rate) {
   const double local_rate = rate * net_->params_lr()[param_id];
   const double momentum = param_.momentum();
   Blob* history = history_[param_id].get();
+#ifdef CREMA_WITH_CUDA
+  if (OnGpu()) {
+    CREMA_DISPATCH_FLOAT(
+        blob->dtype(), T,
+        gpu::SgdUpdate<T>(blob->count(), static_cast<T>(local_rate), static_cast<T>(momentum),
+                          blob->mutable_gpu_diff<T>(), history->mutable_gpu_data<T>()));
+    return;
+  }
+#endif
   CREMA_DISPATCH_FLOAT(
       blob->dtype(), T,
       SgdUpdate<T>(blob->count(), static_cast<T>(local_rate), static_cast<T>(momentum),

@@ -42,6 +42,8 @@ class SGDSolver : public Solver {
   // Loads the SolverState's learned_net into the train net: as written (relative to the cwd, as
   // Caffe), else beside the state file when it was moved with its model.
   void RestoreLearnedNet(const std::string& learned_net, const std::string& state_file);
+  // Whether the update runs on the GPU (the train net's device).
+  bool OnGpu() const { return net_->device().is_cuda(); }
 
   // One blob per learnable param, shaped and typed like it (derived solvers may add more).
   std::vector<BlobPtr> history_;

@@ -285,6 +285,22 @@ void LayerConformanceTest::Gradient(const char* type) {
     CheckGradient(f64.layer.get(), f64.bottom, f64.top, c.CheckOptions());
 }
 
+void LayerConformanceTest::GpuGradient(const char* type) {
+  if (CudaDeviceCount() == 0) GTEST_SKIP() << "no CUDA device";
+  const LayerCase& c = GetParam();
+  if (!c.gradient_check) GTEST_SKIP() << "gradient check disabled for this case";
+  SetCudaDevice(0);
+  LayerInstance f64 = MakeLayer(type, c, DataType::kFloat64, Device::Cuda(0));
+  if (!f64.layer->HasGpuKernels()) GTEST_SKIP() << type << " has no GPU kernels (CPU fallback)";
+  if (!HasGradientBottom(c) && f64.layer->blobs().empty())
+    GTEST_SKIP() << "no bottom or learned blob takes a gradient";
+  // The checker perturbs host copies; the layer reads them on the device (synced memory).
+  if (c.eltwise)
+    CheckGradientEltwise(f64.layer.get(), f64.bottom, f64.top, c.CheckOptions());
+  else
+    CheckGradient(f64.layer.get(), f64.bottom, f64.top, c.CheckOptions());
+}
+
 void LayerConformanceTest::Float32MatchesFloat64(const char* type) {
   const LayerCase& c = GetParam();
   LayerInstance f32 = MakeLayer(type, c, DataType::kFloat32);

@@ -15,7 +15,9 @@
 //                          bottom gradient as separate blobs;
 //   ProtoRoundTrip         ToProto() -> a new layer from that proto gives the same output, and
 //                          writes the same proto again (learned blobs carried);
-//   CpuMatchesGpu          Device::Cuda(0) vs CPU in float32 (skipped without a GPU).
+//   CpuMatchesGpu          Device::Cuda(0) vs CPU in float32 (skipped without a GPU);
+//   GpuGradient            the gradient check in float64 on Device::Cuda(0) (skipped without a
+//                          GPU or when the layer has no GPU kernels).
 // Inputs are deterministic: bottom i is uniform in Range() (default [-1, 1]) from seed 1701 + i,
 // rounded to float so that float32 and float64 runs see the same values; Integer() bottoms hold
 // labels. The random seed is reset before every SetUp and Forward, so learned blobs and dropout
@@ -127,7 +129,7 @@ struct LayerCase {
   bool eltwise = false;
   bool gradient_check = true;
   double tolerance = 1e-5;
-  double gpu_tolerance = 1e-4;
+  double gpu_tolerance = 1e-5;
   std::string name;
 };
 
@@ -180,6 +182,7 @@ class LayerConformanceTest : public ::testing::TestWithParam<LayerCase> {
   void InPlace(const char* type);
   void ProtoRoundTrip(const char* type);
   void CpuMatchesGpu(const char* type);
+  void GpuGradient(const char* type);
 };
 
 }  // namespace crema::testing
@@ -199,6 +202,7 @@ class LayerConformanceTest : public ::testing::TestWithParam<LayerCase> {
     TEST_P(Type##Conformance, InPlace) { InPlace(#Type); }                             \
     TEST_P(Type##Conformance, ProtoRoundTrip) { ProtoRoundTrip(#Type); }               \
     TEST_P(Type##Conformance, CpuMatchesGpu) { CpuMatchesGpu(#Type); }                 \
+    TEST_P(Type##Conformance, GpuGradient) { GpuGradient(#Type); }                     \
     INSTANTIATE_TEST_SUITE_P(Cases, Type##Conformance,                                 \
                              ::testing::ValuesIn(std::vector<LayerCase>{__VA_ARGS__}), \
                              ::crema::testing::LayerCaseName);                         \
