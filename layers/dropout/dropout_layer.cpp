@@ -1,5 +1,6 @@
 #include "layers/dropout/dropout_layer.hpp"
 
+#include "core/rng.hpp"
 #include "crema/layer_registry.hpp"
 #include "math/math.hpp"
 
@@ -13,9 +14,16 @@ void DropoutLayer::LayerSetUp(const BlobVec& bottom, const BlobVec& top) {
   scale_train_ = param.scale_train();
 }
 
-void DropoutLayer::Reshape(const BlobVec& bottom, const BlobVec& top) {
-  NeuronLayer::Reshape(bottom, top);
-  mask_.resize(bottom[0]->count());
+void DropoutLayer::NewMask(int64_t count) {
+  const uint64_t high = NextSeed();
+  mask_seed_ = (high << 32) | NextSeed();
+  mask_count_ = count;
+}
+
+std::vector<unsigned int> DropoutLayer::mask() const {
+  std::vector<unsigned int> mask(mask_count_);
+  for (int64_t i = 0; i < mask_count_; ++i) mask[i] = Keep(mask_seed_, i, 1.0 - threshold_);
+  return mask;
 }
 
 // y = x * mask * scale in TRAIN, x (or x * (1 - p)) in TEST; used for data and diff alike.
@@ -23,7 +31,10 @@ template <typename T>
 void DropoutLayer::Apply(int64_t count, const T* x, T* y) const {
   if (phase_ == TRAIN) {
     const T scale = static_cast<T>(scale_train_ ? scale_ : 1.0);
-    for (int64_t i = 0; i < count; ++i) y[i] = x[i] * static_cast<T>(mask_[i]) * scale;
+    const double keep_prob = 1.0 - threshold_;
+#pragma omp parallel for if (count > 262144)
+    for (int64_t i = 0; i < count; ++i)
+      y[i] = x[i] * static_cast<T>(Keep(mask_seed_, i, keep_prob)) * scale;
   } else if (scale_train_) {
     if (x != y) cpu::Copy<T>(count, x, y);
   } else {
@@ -33,7 +44,7 @@ void DropoutLayer::Apply(int64_t count, const T* x, T* y) const {
 
 void DropoutLayer::ForwardCpu(const BlobVec& bottom, const BlobVec& top) {
   const int64_t count = bottom[0]->count();
-  if (phase_ == TRAIN) cpu::RngBernoulliUnsigned(count, 1.0 - threshold_, mask_.data());
+  if (phase_ == TRAIN) NewMask(count);
   CREMA_DISPATCH_FLOAT(bottom[0]->dtype(), T,
                        Apply<T>(count, bottom[0]->cpu_data<T>(), top[0]->mutable_cpu_data<T>()));
 }

@@ -4,9 +4,12 @@
 namespace crema {
 namespace {
 
+// y = x * keep(i) * scale with the layer's counter-based mask (no stored mask).
 template <typename T>
-__global__ void ApplyMask(int64_t n, const T* x, const T* mask, T scale, T* y) {
-  CREMA_CUDA_KERNEL_LOOP(i, n) { y[i] = x[i] * mask[i] * scale; }
+__global__ void ApplyMask(int64_t n, const T* x, uint64_t seed, double keep_prob, T scale, T* y) {
+  CREMA_CUDA_KERNEL_LOOP(i, n) {
+    y[i] = x[i] * static_cast<T>(DropoutLayer::Keep(seed, i, keep_prob)) * scale;
+  }
 }
 
 }  // namespace
@@ -17,15 +20,11 @@ void DropoutLayer::ForwardGpu(const BlobVec& bottom, const BlobVec& top) {
     const T* x = bottom[0]->gpu_data<T>();
     T* y = top[0]->mutable_gpu_data<T>();
     if (phase_ == TRAIN) {
-      cpu::RngBernoulliUnsigned(count, 1.0 - threshold_, mask_.data());
-      mask_gpu_.set_dtype(bottom[0]->dtype());
-      mask_gpu_.ReshapeLike(*bottom[0]);
-      T* mask = mask_gpu_.mutable_cpu_data<T>();
-      for (int64_t i = 0; i < count; ++i) mask[i] = static_cast<T>(mask_[i]);
+      NewMask(count);
       const T scale = static_cast<T>(scale_train_ ? scale_ : 1.0);
       if (count > 0)
         ApplyMask<T><<<gpu::Blocks(count), gpu::kThreads, 0, gpu::Stream()>>>(
-            count, x, mask_gpu_.gpu_data<T>(), scale, y);
+            count, x, mask_seed_, 1.0 - threshold_, scale, y);
       gpu::CheckLaunch("Dropout forward");
     } else if (scale_train_) {
       gpu::Copy<T>(count, x, y);
@@ -46,7 +45,7 @@ void DropoutLayer::BackwardGpu(const BlobVec& top, const std::vector<bool>& prop
       const T scale = static_cast<T>(scale_train_ ? scale_ : 1.0);
       if (count > 0)
         ApplyMask<T><<<gpu::Blocks(count), gpu::kThreads, 0, gpu::Stream()>>>(
-            count, dy, mask_gpu_.gpu_data<T>(), scale, dx);
+            count, dy, mask_seed_, 1.0 - threshold_, scale, dx);
       gpu::CheckLaunch("Dropout backward");
     } else if (scale_train_) {
       gpu::Copy<T>(count, dy, dx);
