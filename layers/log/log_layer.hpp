@@ -1,5 +1,6 @@
 #pragma once
 #include "crema/layer.hpp"
+#include "crema/saved_input.hpp"
 
 namespace crema {
 
@@ -27,7 +28,7 @@ class LogLayer final : public NeuronLayer {
 
   double base_scale_ = 1;          // 1 / ln(base)
   double backward_num_scale_ = 1;  // scale / ln(base)
-  Blob bottom_copy_;               // the input, kept for Backward when running in place
+  SavedInput input_;               // x, kept for Backward when running in place
 };
 
 }  // namespace crema

@@ -19,21 +19,13 @@ T Softplus(T x) {
 
 void MishLayer::Reshape(const BlobVec& bottom, const BlobVec& top) {
   NeuronLayer::Reshape(bottom, top);
-  if (bottom[0] == top[0]) {
-    if (bottom_copy_.dtype() != bottom[0]->dtype()) bottom_copy_.set_dtype(bottom[0]->dtype());
-    bottom_copy_.ReshapeLike(*bottom[0]);
-  }
+  input_.Reshape(*bottom[0], *top[0]);
 }
 
 template <typename T>
 void MishLayer::ForwardT(const Blob& bottom, Blob* top) {
   const int64_t count = bottom.count();
-  const T* bottom_data = bottom.cpu_data<T>();
-  if (&bottom == top) {
-    T* copy = bottom_copy_.mutable_cpu_data<T>();
-    std::copy(bottom_data, bottom_data + count, copy);
-    bottom_data = copy;
-  }
+  const T* bottom_data = input_.Save<T>(bottom, *top);
   T* top_data = top->mutable_cpu_data<T>();
   for (int64_t i = 0; i < count; ++i) {
     const T x = bottom_data[i];
@@ -44,7 +36,7 @@ void MishLayer::ForwardT(const Blob& bottom, Blob* top) {
 template <typename T>
 void MishLayer::BackwardT(const Blob& top, Blob* bottom) {
   const int64_t count = bottom->count();
-  const T* bottom_data = &top == bottom ? bottom_copy_.cpu_data<T>() : bottom->cpu_data<T>();
+  const T* bottom_data = input_.Get<T>(*bottom, top);
   const T* top_diff = top.cpu_diff<T>();
   T* bottom_diff = bottom->mutable_cpu_diff<T>();
   for (int64_t i = 0; i < count; ++i) {

@@ -1,5 +1,6 @@
 #pragma once
 #include "crema/layer.hpp"
+#include "crema/saved_input.hpp"
 
 namespace crema {
 
@@ -23,7 +24,7 @@ class MishLayer final : public NeuronLayer {
   template <typename T>
   void BackwardT(const Blob& top, Blob* bottom);
 
-  Blob bottom_copy_;  // the input, kept for Backward when running in place
+  SavedInput input_;  // x, kept for Backward when running in place
 };
 
 }  // namespace crema

@@ -17,21 +17,13 @@ void PowerLayer::LayerSetUp(const BlobVec& bottom, const BlobVec& top) {
 
 void PowerLayer::Reshape(const BlobVec& bottom, const BlobVec& top) {
   NeuronLayer::Reshape(bottom, top);
-  if (bottom[0] == top[0]) {
-    if (bottom_copy_.dtype() != bottom[0]->dtype()) bottom_copy_.set_dtype(bottom[0]->dtype());
-    bottom_copy_.ReshapeLike(*bottom[0]);
-  }
+  input_.Reshape(*bottom[0], *top[0]);
 }
 
 template <typename T>
 void PowerLayer::ForwardT(const Blob& bottom, Blob* top) {
   const int64_t count = bottom.count();
-  const T* bottom_data = bottom.cpu_data<T>();
-  if (&bottom == top) {
-    T* copy = bottom_copy_.mutable_cpu_data<T>();
-    std::copy(bottom_data, bottom_data + count, copy);
-    bottom_data = copy;
-  }
+  const T* bottom_data = input_.Save<T>(bottom, *top);
   T* top_data = top->mutable_cpu_data<T>();
   const T power = static_cast<T>(power_), scale = static_cast<T>(scale_);
   const T shift = static_cast<T>(shift_);
@@ -50,7 +42,7 @@ void PowerLayer::ForwardT(const Blob& bottom, Blob* top) {
 template <typename T>
 void PowerLayer::BackwardT(const Blob& top, Blob* bottom) {
   const int64_t count = bottom->count();
-  const T* bottom_data = &top == bottom ? bottom_copy_.cpu_data<T>() : bottom->cpu_data<T>();
+  const T* bottom_data = input_.Get<T>(*bottom, top);
   const T* top_diff = top.cpu_diff<T>();
   T* bottom_diff = bottom->mutable_cpu_diff<T>();
   const T power = static_cast<T>(power_), scale = static_cast<T>(scale_);

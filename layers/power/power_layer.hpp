@@ -1,5 +1,6 @@
 #pragma once
 #include "crema/layer.hpp"
+#include "crema/saved_input.hpp"
 
 namespace crema {
 
@@ -27,7 +28,7 @@ class PowerLayer final : public NeuronLayer {
 
   double power_ = 1, scale_ = 1, shift_ = 0;
   double diff_scale_ = 1;  // power * scale
-  Blob bottom_copy_;       // the input, kept for Backward when running in place
+  SavedInput input_;       // x, kept for Backward when running in place
 };
 
 }  // namespace crema

@@ -49,10 +49,7 @@ void PReLULayer::Reshape(const BlobVec& bottom, const BlobVec& top) {
                     bottom[0]->shape(1), " channels, but the layer has ", blobs_[0]->count(),
                     " slopes");
   top[0]->ReshapeLike(*bottom[0]);
-  if (bottom[0] == top[0]) {
-    if (bottom_copy_.dtype() != bottom[0]->dtype()) bottom_copy_.set_dtype(bottom[0]->dtype());
-    bottom_copy_.ReshapeLike(*bottom[0]);
-  }
+  input_.Reshape(*bottom[0], *top[0]);
 }
 
 template <typename T>
@@ -60,12 +57,7 @@ void PReLULayer::ForwardT(const Blob& bottom, Blob* top) {
   const int64_t count = bottom.count();
   const int64_t dim = bottom.count(2);
   const int channels = bottom.shape(1);
-  const T* bottom_data = bottom.cpu_data<T>();
-  if (&bottom == top) {
-    T* copy = bottom_copy_.mutable_cpu_data<T>();
-    std::copy(bottom_data, bottom_data + count, copy);
-    bottom_data = copy;
-  }
+  const T* bottom_data = input_.Save<T>(bottom, *top);
   const T* slope = blobs_[0]->cpu_data<T>();
   T* top_data = top->mutable_cpu_data<T>();
   for (int64_t i = 0; i < count; ++i) {
@@ -80,7 +72,7 @@ void PReLULayer::BackwardT(const Blob& top, bool propagate_down, Blob* bottom) {
   const int64_t count = bottom->count();
   const int64_t dim = bottom->count(2);
   const int channels = bottom->shape(1);
-  const T* bottom_data = &top == bottom ? bottom_copy_.cpu_data<T>() : bottom->cpu_data<T>();
+  const T* bottom_data = input_.Get<T>(*bottom, top);
   const T* top_diff = top.cpu_diff<T>();
   // In place, top_diff is the bottom diff: the slope gradient must be taken first.
   if (param_propagate_down(0)) {

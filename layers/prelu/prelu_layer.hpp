@@ -1,5 +1,6 @@
 #pragma once
 #include "crema/layer.hpp"
+#include "crema/saved_input.hpp"
 
 namespace crema {
 
@@ -28,7 +29,7 @@ class PReLULayer final : public NeuronLayer {
   void BackwardT(const Blob& top, bool propagate_down, Blob* bottom);
 
   bool channel_shared_ = false;
-  Blob bottom_copy_;  // the input, kept for Backward when running in place
+  SavedInput input_;  // x, kept for Backward when running in place
 };
 
 }  // namespace crema
