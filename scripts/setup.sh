@@ -19,7 +19,16 @@ missing=()
 for p in "${pkgs[@]}"; do
   dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing+=("$p")
 done
+# TensorBoard's own event reader, for the test that reads crema's event files with it (that test
+# skips without it). Installed for `python3` on PATH (pip reaches PyPI); failure is not fatal.
+install_tensorboard() {
+  python3 -c 'import tensorboard' 2>/dev/null && return 0
+  python3 -m pip install -q --disable-pip-version-check tensorboard >/dev/null 2>&1 ||
+    echo "setup: could not install Python's tensorboard package; its reader test will skip"
+}
+
 if [ ${#missing[@]} -eq 0 ]; then
+  install_tensorboard
   echo "setup: all ${#pkgs[@]} packages present"
   exit 0
 fi
@@ -29,4 +38,5 @@ echo "setup: installing ${missing[*]}"
 export DEBIAN_FRONTEND=noninteractive
 $SUDO apt-get update -qq
 $SUDO apt-get install -y -qq --no-install-recommends "${missing[@]}" >/dev/null
+install_tensorboard
 echo "setup: done"

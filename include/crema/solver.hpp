@@ -2,6 +2,7 @@
 // Solver: builds the train net and test nets from a SolverParameter, runs the training loop
 // (forward/backward, iter_size accumulation, update, display, test, snapshot) with Caffe's
 // semantics. Update rules are subclasses registered by their `type` string ("SGD", ...).
+#include <chrono>
 #include <functional>
 #include <memory>
 #include <string>
@@ -21,7 +22,12 @@ struct SolverOptions {
   std::shared_ptr<const ProtoSource> source;
   // Directory that relative net paths in the solver are resolved against ("" = cwd, as Caffe).
   std::string base_dir;
+  // Draw a live progress line on stdout (the CLI sets this when stdout is a terminal).
+  bool progress = false;
 };
+
+class ProgressLine;
+class TrainingLog;
 
 class Solver {
  public:
@@ -79,6 +85,7 @@ class Solver {
   virtual void RestoreSolverStateFromBinaryProto(const std::string& state_file) = 0;
   virtual void RestoreSolverStateFromHDF5(const std::string& state_file) = 0;
 
+  // <prefix>_iter_<iter><extension>, or <prefix>_best<extension> while keep_best snapshots.
   std::string SnapshotFilename(const std::string& extension) const;
   void TestNet(int test_net_id, std::vector<std::pair<std::string, double>>* scores);
   void UpdateSmoothedLoss(double loss, int start_iter, int average_loss);
@@ -98,11 +105,33 @@ class Solver {
   std::vector<std::vector<std::pair<std::string, double>>> last_test_scores_;
   int last_test_iter_ = -1;
   std::vector<IterationCallback> iteration_callbacks_;
+  // The state of early_stopping, keep_best and reduce_lr_on_plateau (saved with snapshots).
+  CallbackState callback_state_;
+  // Whether any of those callbacks is configured (only then is their state saved).
+  bool HasCallbacks() const {
+    return param_.has_early_stopping() || param_.has_keep_best() ||
+           param_.has_reduce_lr_on_plateau();
+  }
 
  private:
   void InitTrainNet();
   void InitTestNets();
+  void CheckMonitors() const;
   Action GetRequestedAction() const;
+  // The lr_policy's rate, before reduce_lr_on_plateau.
+  double ScheduledLearningRate() const;
+  // Runs the callbacks on the latest test scores.
+  void AfterTest();
+  // Deletes this run's snapshots beyond the newest snapshot_keep.
+  void PruneSnapshots(const std::string& model_file, const std::string& state_file);
+  void OpenTrainingLog();
+  void Say(const std::string& text);
+
+  std::unique_ptr<TrainingLog> log_;
+  std::unique_ptr<ProgressLine> progress_;
+  std::chrono::steady_clock::time_point start_time_ = std::chrono::steady_clock::now();
+  std::vector<std::pair<std::string, std::string>> kept_snapshots_;
+  bool snapshot_best_ = false;
 };
 
 class SolverRegistry {

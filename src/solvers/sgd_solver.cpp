@@ -1,6 +1,7 @@
 #include "solvers/sgd_solver.hpp"
 
 #include <glog/logging.h>
+#include <google/protobuf/text_format.h>
 
 #include <cmath>
 #include <filesystem>
@@ -178,6 +179,11 @@ void SGDSolver::SnapshotSolverState(const std::string& model_filename) {
       WriteHdf5Int(file.id(), "iter", iter_);
       WriteHdf5String(file.id(), "learned_net", model_filename);
       WriteHdf5Int(file.id(), "current_step", current_step_);
+      if (HasCallbacks()) {
+        std::string text;
+        google::protobuf::TextFormat::PrintToString(callback_state_, &text);
+        WriteHdf5String(file.id(), "callback_state", text);
+      }
       Hdf5Handle history(file.CreateGroup("history"));
       for (size_t i = 0; i < history_.size(); ++i)
         WriteBlobToHDF5(history.get(), std::to_string(i), *history_[i], false);
@@ -193,6 +199,7 @@ void SGDSolver::SnapshotSolverState(const std::string& model_filename) {
   state.set_iter(iter_);
   state.set_learned_net(model_filename);
   state.set_current_step(current_step_);
+  if (HasCallbacks()) *state.mutable_callback_state() = callback_state_;
   for (const BlobPtr& blob : history_) blob->ToProto(state.add_history());
   const std::string filename = SnapshotFilename(".solverstate");
   LOG(INFO) << "Snapshotting solver state to binary proto file " << filename;
@@ -219,6 +226,7 @@ void SGDSolver::RestoreSolverStateFromBinaryProto(const std::string& state_file)
   iter_ = state.iter();
   if (state.has_learned_net()) RestoreLearnedNet(state.learned_net(), state_file);
   current_step_ = state.current_step();
+  callback_state_ = state.callback_state();
   if (state.history_size() != static_cast<int>(history_.size()))
     CREMA_THROW_CONFIG(state_file, ": the solver state has ", state.history_size(),
                        " history blobs but this ", type(), " solver on this net needs ",
@@ -238,6 +246,11 @@ void SGDSolver::RestoreSolverStateFromHDF5(const std::string& state_file) {
   if (Hdf5HasDataset(file.id(), "learned_net"))
     RestoreLearnedNet(ReadHdf5String(file.id(), "learned_net"), state_file);
   current_step_ = ReadHdf5Int(file.id(), "current_step");
+  callback_state_.Clear();
+  if (Hdf5HasDataset(file.id(), "callback_state") &&
+      !google::protobuf::TextFormat::ParseFromString(ReadHdf5String(file.id(), "callback_state"),
+                                                     &callback_state_))
+    CREMA_THROW_CONFIG(state_file, ": callback_state is not a valid CallbackState");
   Hdf5Handle history(file.OpenGroup("history"));
   const size_t num_saved = Hdf5ChildNames(history.get()).size();
   if (num_saved != history_.size())

@@ -14,6 +14,8 @@
 #include "crema/error.hpp"
 #include "net/proto_io.hpp"
 #include "net/upgrade.hpp"
+#include "solvers/progress_line.hpp"
+#include "solvers/training_log.hpp"
 
 namespace crema {
 namespace {
@@ -152,6 +154,8 @@ Solver::Solver(const SolverParameter& param, const SolverOptions& options)
   if (param_.random_seed() >= 0) SetRandomSeed(param_.random_seed());
   InitTrainNet();
   InitTestNets();
+  CheckMonitors();
+  if (options_.progress) progress_ = std::make_unique<ProgressLine>();
   LOG(INFO) << "Solver scaffolding done.";
   iter_ = 0;
   current_step_ = 0;
@@ -161,6 +165,148 @@ Solver::~Solver() = default;
 
 std::string Solver::ErrorAt(const std::string& field) const {
   return Where(options_.source, param_, field);
+}
+
+namespace {
+
+struct Monitor {
+  const char* field;
+  const TestMonitor& param;
+  TestMonitorState* state;
+};
+
+std::vector<Monitor> Monitors(const SolverParameter& param, CallbackState* state) {
+  std::vector<Monitor> monitors;
+  if (param.has_early_stopping())
+    monitors.push_back({"early_stopping", param.early_stopping(), state->mutable_early_stopping()});
+  if (param.has_keep_best())
+    monitors.push_back({"keep_best", param.keep_best(), state->mutable_keep_best()});
+  if (param.has_reduce_lr_on_plateau())
+    monitors.push_back({"reduce_lr_on_plateau", param.reduce_lr_on_plateau(),
+                        state->mutable_reduce_lr_on_plateau()});
+  return monitors;
+}
+
+// The watched score in `scores` (the named output, else the first).
+const std::pair<std::string, double>* FindScore(const TestMonitor& monitor, const Scores& scores) {
+  for (const auto& score : scores)
+    if (!monitor.has_output() || score.first == monitor.output()) return &score;
+  return nullptr;
+}
+
+bool Maximize(const TestMonitor& monitor, const std::string& name) {
+  if (monitor.mode() == TestMonitor::AUTO) return name.find("loss") == std::string::npos;
+  return monitor.mode() == TestMonitor::MAX;
+}
+
+}  // namespace
+
+void Solver::CheckMonitors() const {
+  CallbackState scratch;
+  for (const Monitor& monitor : Monitors(param_, &scratch)) {
+    const std::string field = monitor.field;
+    const TestMonitor& m = monitor.param;
+    if (m.test_net() < 0 || m.test_net() >= static_cast<int>(test_nets_.size()))
+      throw ConfigError(ErrorAt(field) + StrCat(field, ".test_net: there is no test net #",
+                                                m.test_net(), " (the solver has ",
+                                                test_nets_.size(), " test net(s))"));
+    const Net& net = *test_nets_[m.test_net()];
+    std::vector<std::string> outputs;
+    for (int index : net.output_blob_indices()) outputs.push_back(net.blob_names()[index]);
+    if (outputs.empty())
+      throw ConfigError(ErrorAt(field) +
+                        StrCat(field, ": test net #", m.test_net(), " has no outputs to watch"));
+    if (m.has_output() && std::find(outputs.begin(), outputs.end(), m.output()) == outputs.end())
+      throw ConfigError(ErrorAt(field) + StrCat(field, ".output: test net #", m.test_net(),
+                                                " has no output \"", m.output(),
+                                                "\"; its outputs are ", Join(outputs)));
+    if (m.patience() < 1)
+      throw ConfigError(ErrorAt(field) +
+                        StrCat(field, ".patience must be >= 1, got ", m.patience()));
+    if (field == "reduce_lr_on_plateau" && !(m.factor() > 0 && m.factor() < 1))
+      throw ConfigError(ErrorAt(field) +
+                        StrCat(field, ".factor must be in (0, 1), got ", m.factor()));
+  }
+  if (param_.snapshot_keep() < 0)
+    throw ConfigError(ErrorAt("snapshot_keep") +
+                      StrCat("snapshot_keep must be >= 0, got ", param_.snapshot_keep()));
+}
+
+void Solver::Say(const std::string& text) {
+  if (progress_) progress_->Message(text);
+}
+
+void Solver::OpenTrainingLog() {
+  start_time_ = Clock::now();
+  if (log_ || param_.snapshot_prefix().empty()) return;
+  const std::string metrics =
+      param_.metrics_log() ? param_.snapshot_prefix() + "_metrics.jsonl" : "";
+  const std::string events = param_.tensorboard() ? param_.snapshot_prefix() + "_tensorboard" : "";
+  if (!metrics.empty() || !events.empty())
+    log_ = std::make_unique<TrainingLog>(metrics, events, iter_);
+}
+
+void Solver::AfterTest() {
+  if (last_test_scores_.empty()) return;
+  for (const Monitor& monitor : Monitors(param_, &callback_state_)) {
+    const TestMonitor& m = monitor.param;
+    const std::pair<std::string, double>* score = FindScore(m, last_test_scores_[m.test_net()]);
+    if (!score) continue;  // the test was interrupted
+    const bool maximize = Maximize(m, score->first);
+    TestMonitorState& state = *monitor.state;
+    const double value = score->second;
+    const bool improved = std::isfinite(value) &&
+                          (!state.has_best() || (maximize ? value > state.best() + m.min_delta()
+                                                          : value < state.best() - m.min_delta()));
+    const std::string field = monitor.field;
+    if (improved) {
+      state.set_best(value);
+      state.set_bad_tests(0);
+      if (field == "keep_best") {
+        LOG(INFO) << "keep_best: " << score->first << " = " << value << " is the best so far";
+        snapshot_best_ = true;
+        Snapshot();
+        snapshot_best_ = false;
+      }
+    } else {
+      state.set_bad_tests(state.bad_tests() + 1);
+    }
+    if (field == "early_stopping" && state.bad_tests() >= m.patience()) {
+      const std::string text =
+          StrCat("early_stopping: ", score->first, " has not improved on ", state.best(), " for ",
+                 state.bad_tests(), " tests; stopping at iteration ", iter_);
+      LOG(INFO) << text;
+      Say(text);
+      requested_early_exit_ = true;
+    }
+    if (field == "reduce_lr_on_plateau") {
+      if (state.cooldown_left() > 0) {
+        state.set_cooldown_left(state.cooldown_left() - 1);
+        state.set_bad_tests(0);
+      } else if (state.bad_tests() >= m.patience()) {
+        callback_state_.set_lr_scale(callback_state_.lr_scale() * m.factor());
+        state.set_bad_tests(0);
+        state.set_cooldown_left(m.cooldown());
+        const std::string text =
+            StrCat("reduce_lr_on_plateau: ", score->first, " has not improved on ", state.best(),
+                   " for ", m.patience(), " tests; learning rate now ", GetLearningRate());
+        LOG(INFO) << text;
+        Say(text);
+      }
+    }
+  }
+}
+
+void Solver::PruneSnapshots(const std::string& model_file, const std::string& state_file) {
+  if (param_.snapshot_keep() <= 0) return;
+  kept_snapshots_.emplace_back(model_file, state_file);
+  while (static_cast<int>(kept_snapshots_.size()) > param_.snapshot_keep()) {
+    std::error_code ec;
+    fs::remove(kept_snapshots_.front().first, ec);
+    fs::remove(kept_snapshots_.front().second, ec);
+    LOG(INFO) << "snapshot_keep: removed " << kept_snapshots_.front().first;
+    kept_snapshots_.erase(kept_snapshots_.begin());
+  }
 }
 
 void Solver::InitTrainNet() {
@@ -326,6 +472,10 @@ void Solver::Step(int iters) {
   smoothed_loss_ = 0;
   auto timer = Clock::now();
   int iterations_last = iter_;
+  OpenTrainingLog();
+  auto rate_timer = Clock::now();
+  int rate_iter = iter_;
+  double iters_per_second = 0;
 
   while (iter_ < stop_iter) {
     net_->ClearParamDiffs();
@@ -340,12 +490,19 @@ void Solver::Step(int iters) {
     double loss = 0;
     for (int i = 0; i < param_.iter_size(); ++i) loss += net_->ForwardBackward();
     loss /= param_.iter_size();
+    if (param_.stop_on_nonfinite_loss() && !std::isfinite(loss))
+      CREMA_THROW_RUNTIME("the training loss is ", loss, " at iteration ", iter_,
+                          "; stopped before the update (the weights are those of iteration ", iter_,
+                          "). Lower base_lr, clip gradients (clip_gradients) or check the "
+                          "data; stop_on_nonfinite_loss: false trains on");
     UpdateSmoothedLoss(loss, start_iter, average_loss);
+    Scores outputs;
     if (display) {
       const double lapse = SecondsSince(timer);
       const double per_s = (iter_ - iterations_last) / (lapse > 0 ? lapse : 1);
       LOG(INFO) << "Iteration " << iter_ << " (" << per_s << " iter/s, " << lapse << "s/"
                 << param_.display() << " iters), loss = " << smoothed_loss_;
+      Say(StrCat("Iteration ", iter_, ", loss = ", smoothed_loss_));
       timer = Clock::now();
       iterations_last = iter_;
       const BlobVec& result = net_->output_blobs();
@@ -364,19 +521,39 @@ void Solver::Step(int iters) {
         }
       }
     }
+    const double rate = GetLearningRate();
+    if (log_) {
+      const BlobVec& result = net_->output_blobs();
+      for (size_t j = 0; j < result.size(); ++j) {
+        const std::string& name = net_->blob_names()[net_->output_blob_indices()[j]];
+        for (int64_t k = 0; k < result[j]->count(); ++k)
+          outputs.emplace_back(result[j]->count() == 1 ? name : StrCat(name, "[", k, "]"),
+                               result[j]->data_at(k));
+      }
+      log_->Iteration(iter_, SecondsSince(start_time_), rate, loss, smoothed_loss_, outputs);
+    }
     ApplyUpdate();
     // iter_ counts the updates applied so far.
     ++iter_;
+    if (progress_) {
+      const double lapse = SecondsSince(rate_timer);
+      if (lapse >= 1.0) {
+        iters_per_second = (iter_ - rate_iter) / lapse;
+        rate_timer = Clock::now();
+        rate_iter = iter_;
+      }
+      progress_->Update(iter_, param_.max_iter(), smoothed_loss_, rate, iters_per_second);
+    }
     for (const auto& callback : iteration_callbacks_) callback(*this);
 
     const Action request = GetRequestedAction();
     if ((param_.snapshot() && iter_ % param_.snapshot() == 0) || request == Action::kSnapshot)
       Snapshot();
-    if (request == Action::kStop) {
-      requested_early_exit_ = true;
-      break;
-    }
+    if (request == Action::kStop) requested_early_exit_ = true;
+    if (requested_early_exit_) break;
   }
+  if (log_) log_->Flush();
+  if (progress_) progress_->Finish();
 }
 
 void Solver::Solve(const std::string& resume_file) {
@@ -427,6 +604,14 @@ std::vector<std::vector<std::pair<std::string, double>>> Solver::TestAll() {
     TestNet(static_cast<int>(id), &all[id]);
   last_test_scores_ = all;
   last_test_iter_ = iter_;
+  if (requested_early_exit_) return all;
+  for (size_t id = 0; id < all.size(); ++id) {
+    if (log_) log_->Test(iter_, SecondsSince(start_time_), static_cast<int>(id), all[id]);
+    std::string line = StrCat("Test net #", id, " at iteration ", iter_, ":");
+    for (const auto& score : all[id]) line += StrCat(" ", score.first, " = ", score.second);
+    Say(line);
+  }
+  AfterTest();
   return all;
 }
 
@@ -486,6 +671,15 @@ void Solver::TestNet(int test_net_id, std::vector<std::pair<std::string, double>
 // ---- learning rate ----
 
 double Solver::GetLearningRate() const {
+  const double scheduled = ScheduledLearningRate();
+  const double scale = callback_state_.lr_scale();
+  if (scale == 1) return scheduled;
+  // Reduced on a plateau: never below reduce_lr_on_plateau.min_lr (nor above the schedule).
+  return std::max(scheduled * scale,
+                  std::min(scheduled, double{param_.reduce_lr_on_plateau().min_lr()}));
+}
+
+double Solver::ScheduledLearningRate() const {
   const std::string& policy = param_.lr_policy();
   const double base_lr = param_.base_lr();
   const double gamma = param_.gamma();
@@ -545,6 +739,7 @@ double Solver::GetLearningRate() const {
 // ---- snapshots ----
 
 std::string Solver::SnapshotFilename(const std::string& extension) const {
+  if (snapshot_best_) return param_.snapshot_prefix() + "_best" + extension;
   return param_.snapshot_prefix() + "_iter_" + std::to_string(iter_) + extension;
 }
 
@@ -567,6 +762,10 @@ std::string Solver::Snapshot() {
     WriteBinaryProto(net_param, model_filename);
   }
   SnapshotSolverState(model_filename);
+  if (!snapshot_best_) {
+    const bool hdf5 = param_.snapshot_format() == SolverParameter::HDF5;
+    PruneSnapshots(model_filename, SnapshotFilename(hdf5 ? ".solverstate.h5" : ".solverstate"));
+  }
   return model_filename;
 }
 

@@ -1,0 +1,127 @@
+#include "solvers/training_log.hpp"
+
+#include <glog/logging.h>
+
+#include <cmath>
+#include <filesystem>
+#include <fstream>
+#include <sstream>
+
+#include "crema/error.hpp"
+#include "net/proto_io.hpp"
+
+namespace crema {
+namespace {
+
+std::string JsonString(const std::string& text) {
+  std::string out = "\"";
+  for (char c : text) {
+    if (c == '"' || c == '\\') {
+      out += '\\';
+      out += c;
+    } else if (static_cast<unsigned char>(c) < 0x20) {
+      char buffer[8];
+      std::snprintf(buffer, sizeof(buffer), "\\u%04x", c);
+      out += buffer;
+    } else {
+      out += c;
+    }
+  }
+  return out + "\"";
+}
+
+// JSON has no NaN or infinity: they are written as null.
+std::string JsonNumber(double value) {
+  if (!std::isfinite(value)) return "null";
+  char buffer[32];
+  std::snprintf(buffer, sizeof(buffer), "%.7g", value);  // float precision
+  return buffer;
+}
+
+std::string JsonObject(const Scores& scores) {
+  std::string out = "{";
+  for (size_t i = 0; i < scores.size(); ++i)
+    out += (i ? ", " : "") + JsonString(scores[i].first) + ": " + JsonNumber(scores[i].second);
+  return out + "}";
+}
+
+}  // namespace
+
+void TruncateMetrics(const std::string& path, int first_iter) {
+  std::ifstream in(path);
+  if (!in) return;
+  std::string kept, line;
+  const std::string key = "{\"iter\": ";
+  while (std::getline(in, line)) {
+    if (line.compare(0, key.size(), key) == 0 && std::atol(line.c_str() + key.size()) >= first_iter)
+      continue;
+    kept += line + "\n";
+  }
+  WriteFileAtomically(path, kept);
+}
+
+TrainingLog::TrainingLog(const std::string& metrics_path, const std::string& tensorboard_dir,
+                         int start_iter) {
+  if (!metrics_path.empty()) {
+    if (start_iter > 0) {
+      TruncateMetrics(metrics_path, start_iter);
+    } else {
+      std::error_code ec;
+      std::filesystem::remove(metrics_path, ec);  // a new run from iteration 0
+    }
+    metrics_ = std::fopen(metrics_path.c_str(), "a");
+    if (!metrics_) CREMA_THROW_RUNTIME("cannot write the metrics file ", metrics_path);
+    LOG(INFO) << "Metrics: " << metrics_path;
+  }
+  if (!tensorboard_dir.empty()) {
+    events_ = std::make_unique<EventWriter>(tensorboard_dir);
+    if (start_iter > 0) events_->AddSessionStart(start_iter);
+    LOG(INFO) << "TensorBoard events: " << events_->path();
+  }
+}
+
+TrainingLog::~TrainingLog() {
+  if (metrics_) std::fclose(metrics_);
+}
+
+void TrainingLog::Iteration(int iter, double seconds, double lr, double loss, double smoothed_loss,
+                            const Scores& outputs) {
+  if (metrics_)
+    std::fprintf(metrics_,
+                 "{\"iter\": %d, \"phase\": \"train\", \"time\": %.3f, \"lr\": %s, \"loss\": %s, "
+                 "\"smoothed_loss\": %s, \"outputs\": %s}\n",
+                 iter, seconds, JsonNumber(lr).c_str(), JsonNumber(loss).c_str(),
+                 JsonNumber(smoothed_loss).c_str(), JsonObject(outputs).c_str());
+  if (events_) {
+    std::vector<std::pair<std::string, float>> scalars = {
+        {"train/lr", static_cast<float>(lr)},
+        {"train/loss", static_cast<float>(loss)},
+        {"train/smoothed_loss", static_cast<float>(smoothed_loss)}};
+    for (const auto& [name, value] : outputs)
+      if (name != "loss") scalars.emplace_back("train/" + name, static_cast<float>(value));
+    events_->AddScalars(iter, scalars);
+  }
+}
+
+void TrainingLog::Test(int iter, double seconds, int net_id, const Scores& scores) {
+  if (metrics_)
+    std::fprintf(metrics_,
+                 "{\"iter\": %d, \"phase\": \"test\", \"net\": %d, \"time\": %.3f, "
+                 "\"outputs\": %s}\n",
+                 iter, net_id, seconds, JsonObject(scores).c_str());
+  if (events_) {
+    const std::string prefix = net_id == 0 ? "test/" : StrCat("test", net_id, "/");
+    std::vector<std::pair<std::string, float>> scalars;
+    for (const auto& [name, value] : scores)
+      scalars.emplace_back(prefix + name, static_cast<float>(value));
+    events_->AddScalars(iter, scalars);
+  }
+  Flush();
+}
+
+void TrainingLog::Flush() {
+  if (metrics_) std::fflush(metrics_);
+  if (events_) events_->Flush();
+}
+
+}  // namespace crema
