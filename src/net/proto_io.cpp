@@ -436,6 +436,7 @@ std::shared_ptr<ProtoSource> ReadSolverParamsFromTextFile(const std::string& pat
                                                           SolverParameter* param) {
   std::shared_ptr<ProtoSource> source = ReadTextProto(path, param);
   UpgradeSolverAsNeeded(path, param);
+  UpgradeSnapshotPrefix(path, param);
   return source;
 }
 

@@ -12,6 +12,7 @@
 
 #include <glog/logging.h>
 
+#include <filesystem>
 #include <map>
 #include <string>
 #include <utility>
@@ -757,6 +758,19 @@ bool UpgradeSolverAsNeeded(const std::string& source, SolverParameter* param) {
     upgrade_inline(StrCat("test_net_param[", i, "]"), param->mutable_test_net_param(i));
   }
   return changed;
+}
+
+void UpgradeSnapshotPrefix(const std::string& solver_file, SolverParameter* param) {
+  namespace fs = std::filesystem;
+  const fs::path file(solver_file);
+  std::error_code ec;
+  if (param->snapshot_prefix().empty()) {
+    param->set_snapshot_prefix(fs::path(file).replace_extension().string());
+    LOG(INFO) << "snapshot_prefix was not set; using " << param->snapshot_prefix();
+  } else if (fs::is_directory(param->snapshot_prefix(), ec)) {
+    param->set_snapshot_prefix((fs::path(param->snapshot_prefix()) / file.stem()).string());
+    LOG(INFO) << "snapshot_prefix is a folder; using " << param->snapshot_prefix();
+  }
 }
 
 }  // namespace crema

@@ -30,5 +30,9 @@ const char* UpgradeV1LayerType(V1LayerParameter::LayerType type);
 
 bool SolverNeedsTypeUpgrade(const SolverParameter& param);
 bool UpgradeSolverAsNeeded(const std::string& source, SolverParameter* param);
+// Caffe's rule for a solver read from `solver_file`: no snapshot_prefix means the solver file's
+// path without its extension; a prefix naming an existing folder means that folder plus the
+// solver file's stem.
+void UpgradeSnapshotPrefix(const std::string& solver_file, SolverParameter* param);
 
 }  // namespace crema

@@ -485,3 +485,22 @@ TEST(UpgradeTest, SqueezeNetDeployGetsAnInputLayer) {
 
 }  // namespace
 }  // namespace crema
+
+namespace crema {
+namespace {
+
+TEST(UpgradeTest, SnapshotPrefixFollowsTheSolverFile) {
+  const std::string dir = testing::TempDir();
+  SolverParameter param;
+  UpgradeSnapshotPrefix(dir + "/lenet_solver.prototxt", &param);
+  EXPECT_EQ(param.snapshot_prefix(), dir + "/lenet_solver");
+  param.set_snapshot_prefix(dir);  // an existing folder
+  UpgradeSnapshotPrefix("models/lenet_solver.prototxt", &param);
+  EXPECT_EQ(param.snapshot_prefix(), dir + "/lenet_solver");
+  param.set_snapshot_prefix("snapshots/lenet");  // a plain prefix is kept
+  UpgradeSnapshotPrefix("models/lenet_solver.prototxt", &param);
+  EXPECT_EQ(param.snapshot_prefix(), "snapshots/lenet");
+}
+
+}  // namespace
+}  // namespace crema
