@@ -14,7 +14,7 @@ namespace crema {
 
 class CudnnConvolution;
 
-class ConvolutionLayer final : public BaseConvolutionLayer {
+class ConvolutionLayer : public BaseConvolutionLayer {
  public:
   using BaseConvolutionLayer::BaseConvolutionLayer;
   const char* type() const override { return "Convolution"; }

@@ -1,5 +1,7 @@
 #include "layers/detection_output/detection_output_layer.hpp"
 
+#include <glog/logging.h>
+
 #include <algorithm>
 #include <cfloat>
 #include <cmath>
@@ -51,11 +53,14 @@ void DetectionOutputLayer::LayerSetUp(const BlobVec& bottom, const BlobVec& top)
   CREMA_CHECK_PARAM(eta_ > 0 && eta_ <= 1, "detection_output_param.nms_param.eta",
                     "must be in (0, 1], got ", eta_);
   top_k_ = nms.has_top_k() ? nms.top_k() : -1;
-  CREMA_CHECK_PARAM(param.save_output_param().output_directory().empty(),
-                    "detection_output_param.save_output_param.output_directory",
-                    "is not supported: crema does not write detection files (got \"",
-                    param.save_output_param().output_directory(),
-                    "\"); read the layer's top instead");
+  // SSD's deploy prototxts carry the save_output_param of the test net they were cut from;
+  // Caffe-SSD writes result files from it. crema does not: the detections are in the top.
+  if (!param.save_output_param().output_directory().empty()) {
+    LOG(WARNING) << "Layer " << name() << " (DetectionOutput): "
+                 << "detection_output_param.save_output_param ignored: crema does not write "
+                 << "detection files (output_directory \""
+                 << param.save_output_param().output_directory() << "\"); read the layer's top";
+  }
   CREMA_CHECK_PARAM(!param.visualize(), "detection_output_param.visualize",
                     "is not supported: crema does not draw detections");
 }

@@ -26,8 +26,9 @@ namespace crema {
 // Params: detection_output_param { num_classes (required), share_location (default true),
 // background_label_id (default 0), nms_param { nms_threshold (default 0.3), top_k, eta (default
 // 1) }, code_type (default CORNER), variance_encoded_in_target (default false), keep_top_k
-// (default -1: all), confidence_threshold (default: none) }. save_output_param.output_directory
-// and visualize are rejected: crema writes no detection files and draws nothing.
+// (default -1: all), confidence_threshold (default: none) }. save_output_param is ignored with a
+// warning (crema writes no detection files; SSD's deploy nets carry one); visualize is rejected:
+// crema draws nothing.
 class DetectionOutputLayer final : public Layer {
  public:
   using Layer::Layer;

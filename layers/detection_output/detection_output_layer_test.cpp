@@ -3,6 +3,7 @@
 #include <gtest/gtest.h>
 
 #include <cmath>
+#include <filesystem>
 #include <string>
 #include <vector>
 
@@ -212,8 +213,6 @@ TEST(DetectionOutputLayer, Errors) {
   };
   expect("", "detection_output_param.num_classes", shapes);
   expect("num_classes: 0", "detection_output_param.num_classes", shapes);
-  expect("num_classes: 3 save_output_param { output_directory: '/tmp/out' }",
-         "detection_output_param.save_output_param.output_directory", shapes);
   expect("num_classes: 3 visualize: true", "detection_output_param.visualize", shapes);
   expect("num_classes: 3 nms_param { eta: 0 }", "detection_output_param.nms_param.eta", shapes);
   expect("num_classes: 3 nms_param { eta: 1.5 }", "detection_output_param.nms_param.eta", shapes);
@@ -224,14 +223,24 @@ TEST(DetectionOutputLayer, Errors) {
   expect("num_classes: 3 share_location: false", "location predictions", shapes);
   expect("num_classes: 3", "same number of images", {{2, 12}, {1, 9}, {1, 2, 12}});
   expect("num_classes: 3", "prior bottom", {{1, 12}, {1, 9}, {1, 24}});
-  // A save_output_param without a directory writes nothing and is accepted.
-  auto layer = CreateLayer(
-      "type: 'DetectionOutput' detection_output_param { num_classes: 3 save_output_param { "
-      "output_name_prefix: 'x' } }");
-  auto loc = MakeBlob({1, 12}, kLoc), conf = MakeBlob({1, 9}, kConf),
-       prior = MakeBlob({1, 2, 12}, kPriors);
-  Blob top(DataType::kFloat64);
-  EXPECT_NO_THROW(layer->SetUp({loc.get(), conf.get(), prior.get()}, {&top}));
+  // A save_output_param writes nothing and is accepted, with or without a directory: SSD's
+  // published deploy nets carry one (with files that exist only on the author's machine).
+  for (const char* save :
+       {"output_name_prefix: 'x'",
+        "output_directory: '/nonexistent/results/Main' output_format: 'VOC' "
+        "label_map_file: 'data/VOC0712/labelmap_voc.prototxt' "
+        "name_size_file: 'data/VOC0712/test_name_size.txt' num_test_image: 4952"}) {
+    auto layer =
+        CreateLayer(std::string("type: 'DetectionOutput' detection_output_param { num_classes: 3 "
+                                "save_output_param { ") +
+                    save + " } }");
+    auto loc = MakeBlob({1, 12}, kLoc), conf = MakeBlob({1, 9}, kConf),
+         prior = MakeBlob({1, 2, 12}, kPriors);
+    Blob top(DataType::kFloat64);
+    EXPECT_NO_THROW(layer->SetUp({loc.get(), conf.get(), prior.get()}, {&top})) << save;
+    EXPECT_EQ(top.shape(), (std::vector<int>{1, 1, 1, 7})) << save;
+  }
+  EXPECT_FALSE(std::filesystem::exists("/nonexistent/results/Main"));
 }
 
 }  // namespace

@@ -6,6 +6,8 @@
 
 #include <algorithm>
 #include <filesystem>
+#include <fstream>
+#include <map>
 #include <set>
 #include <sstream>
 
@@ -181,6 +183,104 @@ TEST(InspectJson, MatchesCaffeShapes) {
       matched, failed, skipped, skipped_list.str().c_str());
   RecordProperty("matched", matched);
   RecordProperty("skipped", skipped);
+}
+
+// Nets written for Caffe forks: depthwise layers under the MobileNet/ShuffleNet forks' type names
+// (ShuffleNet's first one gives neither group nor num_output) and an SSD head whose
+// DetectionOutput carries the save_output_param of SSD's published deploy nets (files that exist
+// only on the author's machine). Shapes by hand: 32 -> 16 (k3 s2 p1) -> 8 (k3 s2 p1); PriorBox
+// with aspect ratios {1, 2} and a max_size gives 3 priors per cell, 8 * 8 * 3 = 192 boxes.
+TEST(InspectJson, ForkDepthwiseTypesAndSsdDeployHead) {
+  const std::string prototxt = R"(
+name: "fork_net"
+input: "data"
+input_shape { dim: 1 dim: 3 dim: 32 dim: 32 }
+layer { name: "conv" type: "Convolution" bottom: "data" top: "conv"
+        convolution_param { num_output: 4 kernel_size: 3 stride: 2 pad: 1 } }
+layer { name: "dw" type: "ConvolutionDepthwise" bottom: "conv" top: "dw"
+        convolution_param { kernel_size: 3 stride: 2 pad: 1 } }
+layer { name: "dw2" type: "DepthwiseConvolution" bottom: "dw" top: "dw2"
+        convolution_param { num_output: 4 group: 4 kernel_size: 3 pad: 1 bias_term: false } }
+layer { name: "loc" type: "Convolution" bottom: "dw2" top: "loc"
+        convolution_param { num_output: 12 kernel_size: 3 pad: 1 } }
+layer { name: "loc_perm" type: "Permute" bottom: "loc" top: "loc_perm"
+        permute_param { order: 0 order: 2 order: 3 order: 1 } }
+layer { name: "loc_flat" type: "Flatten" bottom: "loc_perm" top: "loc_flat" }
+layer { name: "conf" type: "Convolution" bottom: "dw2" top: "conf"
+        convolution_param { num_output: 9 kernel_size: 3 pad: 1 } }
+layer { name: "conf_perm" type: "Permute" bottom: "conf" top: "conf_perm"
+        permute_param { order: 0 order: 2 order: 3 order: 1 } }
+layer { name: "conf_flat" type: "Flatten" bottom: "conf_perm" top: "conf_flat" }
+layer { name: "prior" type: "PriorBox" bottom: "dw2" bottom: "data" top: "prior"
+        prior_box_param { min_size: 8 max_size: 16 aspect_ratio: 2 flip: false
+                          variance: 0.1 variance: 0.1 variance: 0.2 variance: 0.2 } }
+layer { name: "conf_reshape" type: "Reshape" bottom: "conf_flat" top: "conf_reshape"
+        reshape_param { shape { dim: 0 dim: -1 dim: 3 } } }
+layer { name: "conf_softmax" type: "Softmax" bottom: "conf_reshape" top: "conf_softmax"
+        softmax_param { axis: 2 } }
+layer { name: "conf_out" type: "Flatten" bottom: "conf_softmax" top: "conf_out" }
+layer { name: "detection_out" type: "DetectionOutput"
+        bottom: "loc_flat" bottom: "conf_out" bottom: "prior" top: "detection_out"
+        include { phase: TEST }
+        detection_output_param { num_classes: 3 nms_param { nms_threshold: 0.45 top_k: 400 }
+          save_output_param { output_directory: "/nonexistent/crema/ssd_results/Main"
+            output_name_prefix: "comp4_det_test_" output_format: "VOC"
+            label_map_file: "/nonexistent/labelmap_voc.prototxt"
+            name_size_file: "/nonexistent/test_name_size.txt" num_test_image: 4952 }
+          code_type: CENTER_SIZE keep_top_k: 200 confidence_threshold: 0.01 } }
+)";
+  const fs::path path =
+      fs::temp_directory_path() / ("crema_fork_net_" + std::to_string(getpid()) + ".prototxt");
+  {
+    std::ofstream out(path);
+    out << prototxt;
+  }
+  // name -> (type, top shape, param shapes)
+  struct Want {
+    std::string type, top, params;
+  };
+  const std::map<std::string, Want> want = {
+      {"conv", {"Convolution", "[1,4,16,16]", "[[4,3,3,3],[4]]"}},
+      {"dw", {"ConvolutionDepthwise", "[1,4,8,8]", "[[4,1,3,3],[4]]"}},
+      {"dw2", {"DepthwiseConvolution", "[1,4,8,8]", "[[4,1,3,3]]"}},
+      {"loc_flat", {"Flatten", "[1,768]", "[]"}},
+      {"conf_flat", {"Flatten", "[1,576]", "[]"}},
+      {"prior", {"PriorBox", "[1,2,768]", "[]"}},
+      {"conf_reshape", {"Reshape", "[1,192,3]", "[]"}},
+      {"detection_out", {"DetectionOutput", "[1,1,1,7]", "[]"}},
+  };
+  auto str = [](const Json& shape) {
+    std::string s = "[";
+    for (size_t i = 0; i < shape.size(); ++i) {
+      if (shape[i].type == Json::Type::kArray) {
+        s += (i ? "," : "") + std::string("[");
+        for (size_t j = 0; j < shape[i].size(); ++j)
+          s += (j ? "," : "") + std::to_string(static_cast<int>(shape[i][j].number));
+        s += "]";
+      } else {
+        s += (i ? "," : "") + std::to_string(static_cast<int>(shape[i].number));
+      }
+    }
+    return s + "]";
+  };
+  for (Phase phase : {TRAIN, TEST}) {
+    std::unique_ptr<Net> net;
+    ASSERT_NO_THROW(net = Net::FromFile(path.string(), phase, 0, {}));
+    const Json got = ParseJson(NetToJson(*net));
+    int seen = 0;
+    for (const Json& layer : got["layers"].array) {
+      auto it = want.find(layer["name"].string);
+      if (it == want.end()) continue;
+      ++seen;
+      EXPECT_EQ(layer["type"].string, it->second.type) << it->first;
+      EXPECT_EQ(str(layer["top_shapes"][0]), it->second.top) << it->first;
+      EXPECT_EQ(str(layer["param_shapes"]), it->second.params) << it->first;
+    }
+    // detection_out exists only in TEST.
+    EXPECT_EQ(seen, phase == TEST ? 8 : 7);
+  }
+  EXPECT_FALSE(fs::exists("/nonexistent/crema/ssd_results"));
+  fs::remove(path);
 }
 
 TEST(InspectJson, NumberAndStringFormatting) {
