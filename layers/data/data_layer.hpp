@@ -14,7 +14,7 @@
 // after each pass and at the end), shard_id / num_shards (read only the records at positions
 // i with i % num_shards == shard_id, counted from the first record of the DB: the shards of one
 // DB are disjoint and together cover every record once per pass; rand_skip skips records of the
-// shard).
+// shard; Caffe's multi-GPU reader also strides, but by a count that runs on across passes).
 // Loading (io/prefetch_pool.hpp): a background thread keeps `prefetch` batches ready; it reads
 // the records of a batch in cursor order, then decode_threads threads decode and transform them.
 // Errors it meets are thrown by the next Forward. Randomness (rand_skip, crop offsets, mirror) is

@@ -174,24 +174,15 @@ void ImageDataLayer::ReadImage(Item* item) const {
     cv::resize(image, resized, cv::Size(new_width_, new_height_));
     image = resized;
   }
-  // Caffe's CVMatToDatum: HWC interleaved -> CHW planes.
-  const int channels = image.channels(), height = image.rows, width = image.cols;
-  std::string bytes(static_cast<size_t>(channels) * height * width, '\0');
-  for (int h = 0; h < height; ++h) {
-    const uint8_t* row = image.ptr<uint8_t>(h);
-    for (int w = 0; w < width; ++w)
-      for (int c = 0; c < channels; ++c)
-        bytes[(static_cast<size_t>(c) * height + h) * width + w] =
-            static_cast<char>(row[w * channels + c]);
-  }
-  Datum* datum = &item->datum;
-  datum->Clear();
-  datum->set_channels(channels);
-  datum->set_height(height);
-  datum->set_width(width);
-  datum->set_data(std::move(bytes));
-  datum->set_label(item->label);
-  item->image = transformer_->Decode(*datum, &item->pixels, path);
+  // Kept interleaved (H x W x C, BGR); the transformer reads it as Caffe's CVMatToDatum planes.
+  if (!image.isContinuous()) image = image.clone();
+  item->pixels.assign(image.data, image.data + image.total() * image.elemSize());
+  item->image = DataTransformer::Image();
+  item->image.channels = image.channels();
+  item->image.height = image.rows;
+  item->image.width = image.cols;
+  item->image.bytes = item->pixels.data();
+  item->image.interleaved = true;
 #else
   throw RuntimeError(prefix_ + StrCat("cannot read image '", path, "': built without OpenCV"));
 #endif

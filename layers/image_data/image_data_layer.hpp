@@ -61,7 +61,6 @@ class ImageDataLayer final : public Layer {
     std::string path;
     int label = 0;
     int line = 0;  // in the list as read, for messages
-    Datum datum;
     std::vector<uint8_t> pixels;
     DataTransformer::Image image;
   };
@@ -69,7 +68,8 @@ class ImageDataLayer final : public Layer {
   void Describe(Item* item) const;
   // Moves to the next line (back to the first, reshuffled with shuffle, after the last).
   void NextLine();
-  // Decodes the image into raw C x H x W pixels (RuntimeError naming the path); thread-safe.
+  // Decodes the image into item->pixels and item->image (RuntimeError naming the path);
+  // thread-safe.
   void ReadImage(Item* item) const;
   // Applies on_bad_record to an image that failed with `error`.
   void OnBadImage(const std::exception_ptr& error);

@@ -18,6 +18,33 @@ std::string Named(const std::string& what) { return what.empty() ? "record" : wh
 
 std::string ShapeText(int c, int h, int w) { return StrCat(c, " x ", h, " x ", w); }
 
+// out[w] = value(w), or out[width - 1 - w] when mirrored; separate loops so each vectorizes.
+template <typename T, typename Value>
+inline void WriteRow(T* out, int width, bool mirror, const Value& value) {
+  if (mirror) {
+    for (int w = 0; w < width; ++w) out[width - 1 - w] = value(w);
+  } else {
+    for (int w = 0; w < width; ++w) out[w] = value(w);
+  }
+}
+
+// One output row: (pixel - mean) * scale, the mean from the mean file's row, or one value.
+template <typename T, typename Src>
+void TransformRow(const Src* src, int pixel_step, const double* mean_row, bool has_mean_value,
+                  T mean_value, T scale, bool mirror, int width, T* out) {
+  if (mean_row != nullptr) {
+    WriteRow(out, width, mirror, [&](int w) {
+      return (static_cast<T>(src[w * pixel_step]) - static_cast<T>(mean_row[w])) * scale;
+    });
+  } else if (has_mean_value) {
+    WriteRow(out, width, mirror,
+             [&](int w) { return (static_cast<T>(src[w * pixel_step]) - mean_value) * scale; });
+  } else {
+    WriteRow(out, width, mirror,
+             [&](int w) { return static_cast<T>(src[w * pixel_step]) * scale; });
+  }
+}
+
 }  // namespace
 
 void ParseDatum(const std::string& bytes, Datum* datum, const std::string& what) {
@@ -121,17 +148,12 @@ DataTransformer::Image DataTransformer::Decode(const Datum& datum, std::vector<u
     image.channels = img.channels();
     image.height = img.rows;
     image.width = img.cols;
-    // OpenCV's interleaved H x W x C (BGR) -> C x H x W, as Caffe's Transform(cv::Mat).
-    pixels->resize(static_cast<size_t>(image.channels) * image.height * image.width);
-    uint8_t* planes = pixels->data();
-    for (int h = 0; h < image.height; ++h) {
-      const uint8_t* row = img.ptr<uint8_t>(h);
-      for (int w = 0; w < image.width; ++w)
-        for (int c = 0; c < image.channels; ++c)
-          planes[(static_cast<size_t>(c) * image.height + h) * image.width + w] =
-              row[w * image.channels + c];
-    }
-    image.bytes = planes;
+    // Kept in OpenCV's interleaved H x W x C (BGR) layout; Transform reads it as Caffe's
+    // Transform(cv::Mat) does.
+    if (!img.isContinuous()) img = img.clone();
+    pixels->assign(img.data, img.data + img.total() * img.elemSize());
+    image.bytes = pixels->data();
+    image.interleaved = true;
     return image;
 #else
     (void)pixels;
@@ -233,30 +255,33 @@ void DataTransformer::Transform(const Image& image, const Draws& draws, T* out) 
       w_off = (image_width - crop) / 2;
     }
   }
-  std::vector<T> mean_values(channels, T(0));
-  const bool has_mean_values = !mean_values_.empty();
-  for (int c = 0; c < channels && has_mean_values; ++c)
-    mean_values[c] = static_cast<T>(mean_values_[mean_values_.size() == 1 ? 0 : c]);
   const bool has_mean_file = !mean_.empty();
-
+  const bool has_mean_values = !mean_values_.empty();
+  // Element (c, y, x) of the image, planar C x H x W or interleaved H x W x C; the mean file is
+  // planar, indexed at the uncropped position.
+  const int64_t channel_step =
+      image.interleaved ? 1 : static_cast<int64_t>(image_height) * image_width;
+  const int64_t row_step =
+      image.interleaved ? static_cast<int64_t>(image_width) * channels : image_width;
+  const int pixel_step = image.interleaved ? channels : 1;
   for (int c = 0; c < channels; ++c) {
+    const T mean_value =
+        has_mean_values ? static_cast<T>(mean_values_[mean_values_.size() == 1 ? 0 : c]) : T(0);
     for (int h = 0; h < height; ++h) {
-      const int64_t row =
-          (static_cast<int64_t>(c) * image_height + h_off + h) * image_width + w_off;
+      const int64_t first =
+          c * channel_step + (h_off + h) * row_step + static_cast<int64_t>(w_off) * pixel_step;
+      const double* mean_row =
+          has_mean_file
+              ? mean_.data() + (static_cast<int64_t>(c) * image_height + h_off + h) * image_width +
+                    w_off
+              : nullptr;
       T* out_row = out + (static_cast<int64_t>(c) * height + h) * width;
-      for (int w = 0; w < width; ++w) {
-        const int64_t data_index = row + w;
-        const int top_w = do_mirror ? width - 1 - w : w;
-        const T pixel = image.bytes != nullptr ? static_cast<T>(image.bytes[data_index])
-                                               : static_cast<T>(image.floats[data_index]);
-        if (has_mean_file) {
-          out_row[top_w] = (pixel - static_cast<T>(mean_[data_index])) * scale;
-        } else if (has_mean_values) {
-          out_row[top_w] = (pixel - mean_values[c]) * scale;
-        } else {
-          out_row[top_w] = pixel * scale;
-        }
-      }
+      if (image.bytes != nullptr)
+        TransformRow(image.bytes + first, pixel_step, mean_row, has_mean_values, mean_value, scale,
+                     do_mirror, width, out_row);
+      else
+        TransformRow(image.floats + first, pixel_step, mean_row, has_mean_values, mean_value, scale,
+                     do_mirror, width, out_row);
     }
   }
 }

@@ -36,11 +36,13 @@ class DataTransformer {
   bool NeedsRandom() const;
   void InitRand(uint32_t seed) { rng_.seed(seed); }
 
-  // A record's pixels as C x H x W: uint8 or float, pointing into the Datum or a pixel buffer.
+  // A record's pixels, uint8 or float, pointing into the Datum or a pixel buffer: C x H x W
+  // planes (Datum's layout), or H x W x C interleaved (OpenCV's, for decoded images).
   struct Image {
     int channels = 0, height = 0, width = 0;
     const uint8_t* bytes = nullptr;
     const float* floats = nullptr;
+    bool interleaved = false;
   };
   // The raw random words of one item (mirror, row offset, column offset, as needed).
   struct Draws {
