@@ -9,29 +9,60 @@
 #include "crema/layer_registry.hpp"
 
 namespace crema {
+namespace {
 
-DataLayer::~DataLayer() { StopPrefetch(); }
+// Bad records warned about one by one (on_bad_record: SKIP); later ones are only counted.
+constexpr int64_t kWarnedBadRecords = 10;
 
-void DataLayer::StopPrefetch() {
-  if (!thread_.joinable()) return;
-  {
-    std::lock_guard<std::mutex> lock(mutex_);
-    stop_ = true;
+std::string Message(const std::exception_ptr& error) {
+  try {
+    std::rethrow_exception(error);
+  } catch (const std::exception& e) {
+    return e.what();
   }
-  changed_.notify_all();
-  thread_.join();
+}
+
+// Runs `fn`, adding `prefix` (the layer's location) to the message of what it throws.
+template <typename Fn>
+void WithPrefix(const std::string& prefix, Fn&& fn) {
+  try {
+    fn();
+  } catch (const ConfigError& e) {
+    throw ConfigError(prefix + e.what());
+  } catch (const RuntimeError& e) {
+    throw RuntimeError(prefix + e.what());
+  }
+}
+
+}  // namespace
+
+DataLayer::~DataLayer() {
+  prefetcher_.reset();
+  if (skipped_ > 0)
+    LOG(WARNING) << prefix_ << "skipped " << skipped_ << " bad records of '" << source_
+                 << "' in all";
 }
 
 void DataLayer::LayerSetUp(const BlobVec& bottom, const BlobVec& top) {
   const DataParameter& param = layer_param_.data_param();
   source_ = param.source();
+  prefix_ = ErrorPrefix();
   CREMA_CHECK_PARAM(!source_.empty(), "data_param.source", "is required (the DB to read)");
-  CREMA_CHECK_PARAM(param.batch_size() > 0, "data_param.batch_size", "must be > 0, got ",
-                    param.batch_size());
-  CREMA_CHECK_PARAM(param.prefetch() > 0, "data_param.prefetch", "must be > 0, got ",
-                    param.prefetch());
+  CREMA_CHECK_PARAM(param.batch_size() > 0 && param.batch_size() <= INT32_MAX,
+                    "data_param.batch_size", "must be > 0, got ", param.batch_size());
+  CREMA_CHECK_PARAM(param.prefetch() > 0 && param.prefetch() <= 1024, "data_param.prefetch",
+                    "must be in [1, 1024], got ", param.prefetch());
+  CREMA_CHECK_PARAM(param.decode_threads() <= 1024, "data_param.decode_threads",
+                    "must be in [0, 1024] (0: auto), got ", param.decode_threads());
+  CREMA_CHECK_PARAM(param.num_shards() > 0, "data_param.num_shards", "must be > 0, got ",
+                    param.num_shards());
+  CREMA_CHECK_PARAM(param.shard_id() < param.num_shards(), "data_param.shard_id",
+                    "must be < num_shards (", param.num_shards(), "), got ", param.shard_id());
   batch_size_ = static_cast<int>(param.batch_size());
   output_labels_ = top.size() > 1;
+  skip_bad_ = param.on_bad_record() == DataParameter::SKIP;
+  shard_id_ = param.shard_id();
+  num_shards_ = param.num_shards();
 
   const db::Backend backend = db::FromProto(param.backend());
   if (backend == db::Backend::kLevelDb) {
@@ -66,124 +97,151 @@ void DataLayer::LayerSetUp(const BlobVec& bottom, const BlobVec& top) {
   // Random numbers are drawn only when needed, as Caffe, so adding a plain Data layer does not
   // shift the random stream the rest of the net sees.
   if (transformer_->NeedsRandom()) transformer_->InitRand(NextSeed());
-  if (param.rand_skip() > 0) {
-    uint32_t skip = static_cast<uint32_t>(ThreadRng()()) % param.rand_skip();
-    LOG(INFO) << "Data layer \"" << name() << "\" skips the first " << skip << " records";
-    while (skip-- > 0) NextRecord();
-  }
 
-  // The first record gives the shape (and its problems are reported here, not at Forward).
-  Datum datum;
   std::vector<int> shape;
-  try {
-    ParseDatum(cursor_->value(), &datum, RecordName());
-    shape = transformer_->InferBlobShape(datum, RecordName());
-  } catch (const ConfigError& e) {
-    throw ConfigError(ErrorPrefix("transform_param") + e.what());
-  } catch (const RuntimeError& e) {
-    throw RuntimeError(ErrorPrefix() + e.what());
-  }
+  WithPrefix(prefix_, [&] {
+    position_ = 0;
+    if (InShard())
+      records_seen_ = 1;
+    else
+      NextRecord();
+    if (param.rand_skip() > 0) {
+      uint32_t skip = static_cast<uint32_t>(ThreadRng()()) % param.rand_skip();
+      LOG(INFO) << "Data layer \"" << name() << "\" skips the first " << skip << " records";
+      while (skip-- > 0) NextRecord();
+    }
+    // The first good record gives the shape, and its problems are reported here, not at
+    // Forward. Bad records before it are skipped for good (with SKIP).
+    Item item;
+    for (;;) {
+      item.key = cursor_->key();
+      item.value = cursor_->value();
+      try {
+        Decode(&item);
+      } catch (const RuntimeError&) {
+        OnBadRecord(item, std::current_exception());
+        NextRecord();
+        continue;
+      }
+      break;
+    }
+    consecutive_bad_ = 0;
+    shape = transformer_->ShapeOf(item.image, RecordName(item.key));
+  });
   shape[0] = batch_size_;
   top[0]->Reshape(shape);
   if (output_labels_) top[1]->Reshape(std::vector<int>{batch_size_});
-  LOG(INFO) << "Data layer \"" << name() << "\": " << source_ << ", output "
-            << top[0]->shape_string();
+  const int threads = DecodeThreads(param.decode_threads());
+  LOG(INFO) << "Data layer \"" << name() << "\": " << source_
+            << (num_shards_ > 1 ? StrCat(" (shard ", shard_id_, " of ", num_shards_, ")") : "")
+            << ", output " << top[0]->shape_string() << ", " << threads << " decode threads";
 
+  items_.resize(static_cast<size_t>(batch_size_));
   for (uint32_t i = 0; i < param.prefetch(); ++i) {
     batches_.push_back(std::make_unique<Batch>(dtype_));
     batches_.back()->data.Reshape(shape);
     if (output_labels_) batches_.back()->label.Reshape(std::vector<int>{batch_size_});
-    free_.push_back(batches_.back().get());
   }
-  thread_ = std::thread(&DataLayer::PrefetchLoop, this);
+  workers_ = std::make_unique<WorkerPool>(threads);
+  prefetcher_ = std::make_unique<Prefetcher>(static_cast<int>(param.prefetch()), [this](int slot) {
+    WithPrefix(prefix_, [&] { LoadBatch(batches_[slot].get()); });
+  });
+  prefetcher_->Start();
 }
 
-std::string DataLayer::RecordName() const {
-  return StrCat("record '", cursor_->key(), "' of '", source_, "'");
+std::string DataLayer::RecordName(const std::string& key) const {
+  return StrCat("record '", key, "' of '", source_, "'");
 }
 
 void DataLayer::NextRecord() {
-  cursor_->Next();
-  if (!cursor_->valid()) {
-    DLOG(INFO) << "Data layer \"" << name() << "\" restarts from the first record";
-    cursor_->SeekToFirst();
-  }
+  do {
+    cursor_->Next();
+    ++position_;
+    if (!cursor_->valid()) {
+      if (pass_size_ < 0) pass_size_ = records_seen_;
+      if (pass_size_ == 0)
+        CREMA_THROW_RUNTIME("data_param.source '", source_, "' holds ", position_,
+                            " records, none of them in data_param.shard_id ", shard_id_,
+                            " of num_shards ", num_shards_);
+      if (skipped_ > reported_skipped_) {
+        LOG(WARNING) << prefix_ << "has skipped " << skipped_ << " bad records of '" << source_
+                     << "' so far";
+        reported_skipped_ = skipped_;
+      }
+      DLOG(INFO) << "Data layer \"" << name() << "\" restarts from the first record";
+      cursor_->SeekToFirst();
+      position_ = 0;
+    }
+  } while (!InShard());
+  if (pass_size_ < 0) ++records_seen_;
+}
+
+void DataLayer::Fetch(Item* item) {
+  item->key = cursor_->key();
+  item->value = cursor_->value();
+  NextRecord();
+}
+
+void DataLayer::Decode(Item* item) const {
+  const std::string what = RecordName(item->key);
+  ParseDatum(item->value, &item->datum, what);
+  item->image = transformer_->Decode(item->datum, &item->pixels, what);
+}
+
+void DataLayer::OnBadRecord(const Item& item, const std::exception_ptr& error) {
+  if (!skip_bad_) std::rethrow_exception(error);
+  const std::string message = Message(error);
+  ++skipped_;
+  if (skipped_ <= kWarnedBadRecords)
+    LOG(WARNING) << prefix_ << "skipping a bad record (on_bad_record: SKIP): " << message
+                 << (skipped_ == kWarnedBadRecords ? "; further ones are only counted" : "");
+  ++consecutive_bad_;
+  if (pass_size_ > 0 && consecutive_bad_ >= pass_size_)
+    CREMA_THROW_RUNTIME(
+        "every record of '", source_, "'", num_shards_ > 1 ? StrCat(" in shard ", shard_id_) : "",
+        " is bad (on_bad_record: SKIP skipped ", skipped_, "); the last: ", message);
 }
 
 void DataLayer::LoadBatch(Batch* batch) {
-  Datum datum;
-  for (int item = 0; item < batch_size_; ++item) {
-    const std::string record = RecordName();
-    ParseDatum(cursor_->value(), &datum, record);
-    if (item == 0) {
-      // Caffe shapes each batch from its first record.
-      std::vector<int> shape = transformer_->InferBlobShape(datum, record);
-      shape[0] = batch_size_;
-      batch->data.Reshape(shape);
-    }
-    transformer_->Transform(datum, &batch->data, item, record);
-    if (output_labels_) {
-      CREMA_DISPATCH_FLOAT(
-          batch->label.dtype(), T,
-          batch->label.mutable_cpu_data<T>()[item] = static_cast<T>(datum.label()));
-    }
-    NextRecord();
+  const std::vector<int> order = GatherInOrder(
+      workers_.get(), batch_size_, [this](int slot) { Fetch(&items_[slot]); },
+      [this](int slot) { Decode(&items_[slot]); },
+      [this](int slot, const std::exception_ptr& error) {
+        if (error)
+          OnBadRecord(items_[slot], error);
+        else
+          consecutive_bad_ = 0;
+      });
+  std::vector<const DataTransformer::Image*> images;
+  for (int slot : order) images.push_back(&items_[slot].image);
+  transformer_->TransformBatch(
+      images, [&](int k) { return RecordName(items_[order[k]].key); }, workers_.get(),
+      &batch->data);
+  if (output_labels_) {
+    CREMA_DISPATCH_FLOAT(batch->label.dtype(), T, {
+      T* labels = batch->label.mutable_cpu_data<T>();
+      for (int k = 0; k < batch_size_; ++k)
+        labels[k] = static_cast<T>(items_[order[k]].datum.label());
+    });
   }
-}
-
-void DataLayer::PrefetchLoop() {
-  for (;;) {
-    Batch* batch = nullptr;
-    {
-      std::unique_lock<std::mutex> lock(mutex_);
-      changed_.wait(lock, [this] { return stop_ || !free_.empty(); });
-      if (stop_) return;
-      batch = free_.front();
-      free_.pop_front();
-    }
-    try {
-      LoadBatch(batch);
-    } catch (...) {
-      batch->error = std::current_exception();
-    }
-    const bool failed = batch->error != nullptr;
-    {
-      std::lock_guard<std::mutex> lock(mutex_);
-      full_.push_back(batch);
-    }
-    changed_.notify_all();
-    if (failed) return;  // the cursor's position is unknown; Forward reports the error
-  }
+  batch->skipped = skipped_;
 }
 
 void DataLayer::ForwardCpu(const BlobVec& bottom, const BlobVec& top) {
-  if (error_) std::rethrow_exception(error_);
-  Batch* batch = nullptr;
-  {
-    std::unique_lock<std::mutex> lock(mutex_);
-    changed_.wait(lock, [this] { return !full_.empty(); });
-    batch = full_.front();
-    full_.pop_front();
-  }
-  if (batch->error) {
-    error_ = batch->error;
-    std::rethrow_exception(error_);
-  }
-  for (int i = 0; i < static_cast<int>(top.size()); ++i)
-    if (top[i]->dtype() != dtype_) top[i]->set_dtype(dtype_);
-  top[0]->ReshapeLike(batch->data);
-  std::memcpy(top[0]->data()->mutable_cpu_data(), batch->data.data()->cpu_data(),
-              batch->data.count() * SizeOf(batch->data.dtype()));
+  const int slot = prefetcher_->Acquire();
+  const Batch& batch = *batches_[slot];
+  for (Blob* t : top)
+    if (t->dtype() != dtype_) t->set_dtype(dtype_);
+  top[0]->ReshapeLike(batch.data);
+  std::memcpy(top[0]->data()->mutable_cpu_data(), batch.data.data()->cpu_data(),
+              batch.data.count() * SizeOf(batch.data.dtype()));
   if (output_labels_) {
-    top[1]->ReshapeLike(batch->label);
-    std::memcpy(top[1]->data()->mutable_cpu_data(), batch->label.data()->cpu_data(),
-                batch->label.count() * SizeOf(batch->label.dtype()));
+    top[1]->ReshapeLike(batch.label);
+    std::memcpy(top[1]->data()->mutable_cpu_data(), batch.label.data()->cpu_data(),
+                batch.label.count() * SizeOf(batch.label.dtype()));
   }
-  {
-    std::lock_guard<std::mutex> lock(mutex_);
-    free_.push_back(batch);
-  }
-  changed_.notify_all();
+  handed_skipped_ = batch.skipped;
+  prefetcher_->Release(slot);
 }
 
 CREMA_REGISTER_LAYER(Data, DataLayer);

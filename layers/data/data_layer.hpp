@@ -8,21 +8,29 @@
 // source with backend LEVELDB is reported with a hint), rand_skip (skip a random number of
 // records in [0, rand_skip) at start), prefetch (batches loaded ahead, default 4) }. The legacy
 // transform fields inside data_param are moved to transform_param by the net upgrade.
-// A background thread fills `prefetch` batches ahead; errors it meets (a corrupt record) are
-// thrown by the next Forward. Randomness (rand_skip, crop offsets, mirror) is drawn from a seed
-// taken from the calling thread's generator at set-up, so it does not depend on timing.
-#include <condition_variable>
-#include <deque>
+// crema-only: decode_threads (0: auto, see io/prefetch_pool.hpp), on_bad_record (STOP: a record
+// that can't be parsed or decoded is a RuntimeError naming its key and the source; SKIP: it is
+// replaced by the next record, warned about the first few times and counted, with a summary
+// after each pass and at the end), shard_id / num_shards (read only the records at positions
+// i with i % num_shards == shard_id, counted from the first record of the DB: the shards of one
+// DB are disjoint and together cover every record once per pass; rand_skip skips records of the
+// shard; Caffe's multi-GPU reader also strides, but by a count that runs on across passes).
+// Loading (io/prefetch_pool.hpp): a background thread keeps `prefetch` batches ready; it reads
+// the records of a batch in cursor order, then decode_threads threads decode and transform them.
+// Errors it meets are thrown by the next Forward. Randomness (rand_skip, crop offsets, mirror) is
+// drawn from a seed taken from the calling thread's generator at set-up; the random words of the
+// items are drawn in batch order, as one thread would (Caffe's sequence), so batches depend on
+// the seed only, not on the number of threads or on timing.
+#include <cstdint>
 #include <exception>
 #include <memory>
-#include <mutex>
 #include <string>
-#include <thread>
 #include <vector>
 
 #include "crema/layer.hpp"
 #include "io/data_transformer.hpp"
 #include "io/db.hpp"
+#include "io/prefetch_pool.hpp"
 
 namespace crema {
 
@@ -40,6 +48,9 @@ class DataLayer final : public Layer {
   int MinTopBlobs() const override { return 1; }
   int MaxTopBlobs() const override { return 2; }
 
+  // Bad records skipped (on_bad_record: SKIP) up to the end of the last batch handed out.
+  int64_t skipped_records() const { return handed_skipped_; }
+
  protected:
   void ForwardCpu(const BlobVec& bottom, const BlobVec& top) override;
   void BackwardCpu(const BlobVec& top, const std::vector<bool>& propagate_down,
@@ -50,30 +61,50 @@ class DataLayer final : public Layer {
     explicit Batch(DataType type) : data(type), label(type) {}
     Blob data;
     Blob label;
-    std::exception_ptr error;
+    int64_t skipped = 0;  // bad records skipped up to the end of this batch
+  };
+  // One record on its way into a batch; owned by the loading thread and its workers.
+  struct Item {
+    std::string key, value;
+    Datum datum;
+    std::vector<uint8_t> pixels;
+    DataTransformer::Image image;
   };
 
-  void StopPrefetch();
-  void PrefetchLoop();
   void LoadBatch(Batch* batch);
-  // Moves the cursor one record on, back to the first after the last.
+  // Reads the cursor's record into `item` and moves the cursor on.
+  void Fetch(Item* item);
+  // Parses and decodes; RuntimeError naming the record when it is bad.
+  void Decode(Item* item) const;
+  // Applies on_bad_record to a record that failed with `error`.
+  void OnBadRecord(const Item& item, const std::exception_ptr& error);
+  // Moves the cursor to the next record of the shard, back to the first after the last.
   void NextRecord();
-  std::string RecordName() const;
+  bool InShard() const { return position_ % num_shards_ == shard_id_; }
+  std::string RecordName(const std::string& key) const;
 
   std::string source_;
+  std::string prefix_;  // ErrorPrefix(), computed at set-up for the loading thread
   int batch_size_ = 0;
   bool output_labels_ = false;
+  bool skip_bad_ = false;
   std::unique_ptr<db::DB> db_;
   std::unique_ptr<db::Cursor> cursor_;
   std::unique_ptr<DataTransformer> transformer_;
 
+  uint64_t shard_id_ = 0, num_shards_ = 1;
+  uint64_t position_ = 0;         // of the cursor's record in the DB
+  int64_t records_seen_ = 0;      // records of the shard met before the first wrap
+  int64_t pass_size_ = -1;        // records of the shard in one pass, once known
+  int64_t consecutive_bad_ = 0;   // bad records since the last good one
+  int64_t skipped_ = 0;           // by the loading thread
+  int64_t reported_skipped_ = 0;  // the count in the last summary
+  int64_t handed_skipped_ = 0;    // as of the last batch Forward handed out
+
+  std::vector<Item> items_;
   std::vector<std::unique_ptr<Batch>> batches_;
-  std::deque<Batch*> free_, full_;
-  std::mutex mutex_;
-  std::condition_variable changed_;
-  bool stop_ = false;
-  std::exception_ptr error_;  // the first prefetch error, thrown by every later Forward
-  std::thread thread_;
+  std::unique_ptr<WorkerPool> workers_;
+  std::unique_ptr<Prefetcher> prefetcher_;
 };
 
 }  // namespace crema

@@ -4,6 +4,8 @@
 #include <gtest/gtest.h>
 #include <lmdb.h>
 
+#include <algorithm>
+#include <cmath>
 #include <fstream>
 #include <memory>
 #include <set>
@@ -14,6 +16,7 @@
 #include "core/rng.hpp"
 #include "crema/error.hpp"
 #include "crema/layer_registry.hpp"
+#include "io/data_transformer.hpp"
 #include "io/db.hpp"
 #include "support/reference.hpp"
 
@@ -364,6 +367,282 @@ TEST(DataLayerTest, Errors) {
     } catch (const RuntimeError& e) {
       EXPECT_NE(std::string(e.what()).find("00000000"), std::string::npos) << e.what();
     }
+  }
+}
+
+// ---- encoded images, the decode pool, bad records, shards ----
+
+constexpr int kJpegH = 24, kJpegW = 20;
+// A smooth BGR picture (JPEG keeps it close), different for every record.
+std::vector<uint8_t> JpegPlanes(int item) {
+  std::vector<uint8_t> planes;
+  for (int c = 0; c < 3; ++c)
+    for (int h = 0; h < kJpegH; ++h)
+      for (int w = 0; w < kJpegW; ++w)
+        planes.push_back(static_cast<uint8_t>(20 + c * 50 + h * 2 + w * 2 + item * 3));
+  return planes;
+}
+
+Datum JpegDatum(int item) {
+  Datum datum;
+  datum.set_data(EncodeImage(JpegPlanes(item).data(), 3, kJpegH, kJpegW, ".jpg"));
+  datum.set_encoded(true);
+  datum.set_label(100 + item);
+  return datum;
+}
+
+// Record kinds for MakeMixedDb.
+enum class Kind { kJpeg, kTruncatedDatum, kCorruptJpeg, kNotADatum };
+
+// An LMDB of JPEG records (label 100 + item), with the given kinds at some positions.
+std::string MakeMixedDb(const std::string& name, int n,
+                        const std::vector<std::pair<int, Kind>>& bad = {}) {
+  const std::string path = testing::TempDir() + "/" + name;
+  auto db = db::OpenDB(db::Backend::kLmdb, path, db::Mode::kNew);
+  auto txn = db->NewTransaction();
+  for (int item = 0; item < n; ++item) {
+    Kind kind = Kind::kJpeg;
+    for (const auto& b : bad)
+      if (b.first == item) kind = b.second;
+    Datum datum = JpegDatum(item);
+    std::string bytes = datum.SerializeAsString();
+    if (kind == Kind::kTruncatedDatum) {
+      bytes.resize(bytes.size() / 2);  // cut inside the image bytes
+    } else if (kind == Kind::kCorruptJpeg) {
+      std::string jpeg = datum.data();
+      for (size_t i = 0; i < 16 && i < jpeg.size(); ++i) jpeg[i] = 'x';  // no JPEG header left
+      datum.set_data(jpeg);
+      bytes = datum.SerializeAsString();
+    } else if (kind == Kind::kNotADatum) {
+      bytes = std::string("\xff\xff\xff\xff", 4);
+    }
+    txn->Put(Key(item), bytes);
+  }
+  txn->Commit();
+  return path;
+}
+
+DataLayer* AsData(Harness* h) { return dynamic_cast<DataLayer*>(h->layer.get()); }
+
+// Set-up of a Data layer with `param` fails with a RuntimeError whose message holds `needle`.
+void ExpectSetUpError(const std::string& param, const std::string& needle) {
+  Harness h(param);
+  try {
+    h.SetUp();
+    FAIL() << "no error";
+  } catch (const RuntimeError& e) {
+    EXPECT_NE(std::string(e.what()).find(needle), std::string::npos) << e.what();
+  }
+}
+
+std::string JpegParam(const std::string& source, int batch, int threads,
+                      const std::string& transform, const std::string& data_extra = "") {
+  return DataParam(source, batch, "transform_param { " + transform + " }",
+                   "decode_threads: " + std::to_string(threads) + " " + data_extra);
+}
+
+TEST(DataLayerTest, SameBatchesForAnyNumberOfThreads) {
+#ifndef CREMA_WITH_OPENCV
+  GTEST_SKIP() << "built without OpenCV";
+#endif
+  const int kRecords = 11, kBatch = 4, kBatches = 6, kCrop = 15;
+  const std::string source = MakeMixedDb("jpeg_threads", kRecords);
+  const char* transform = "crop_size: 15 mirror: true scale: 0.5 mean_value: 3";
+  std::vector<std::vector<double>> runs;
+  for (int threads : {1, 2, 4}) {
+    SetRandomSeed(4242);
+    Harness h(JpegParam(source, kBatch, threads, transform, "prefetch: 2"));
+    h.SetUp();
+    EXPECT_EQ(h.data.shape(), (std::vector<int>{kBatch, 3, kCrop, kCrop}));
+    std::vector<double> values;
+    for (int b = 0; b < kBatches; ++b) {
+      h.Forward();
+      for (int i = 0; i < kBatch; ++i)
+        EXPECT_EQ(h.label.data_at(i), 100 + (b * kBatch + i) % kRecords);
+      for (int64_t i = 0; i < h.data.count(); ++i) values.push_back(h.data.data_at(i));
+    }
+    runs.push_back(values);
+  }
+  EXPECT_EQ(runs[1], runs[0]);
+  EXPECT_EQ(runs[2], runs[0]);
+
+  // The reference: one transformer seeded as the layer seeds its own, transforming the records
+  // one after another (Caffe's single-threaded order of draws).
+  SetRandomSeed(4242);
+  TransformationParameter param;
+  ASSERT_TRUE(google::protobuf::TextFormat::ParseFromString(transform, &param));
+  DataTransformer reference(param, TRAIN);
+  reference.InitRand(NextSeed());
+  const auto records = ReadLmdb(source);
+  std::vector<double> expected;
+  for (int n = 0; n < kBatch * kBatches; ++n) {
+    Datum datum;
+    ASSERT_TRUE(datum.ParseFromString(records[n % kRecords].second));
+    std::vector<double> item(3 * kCrop * kCrop);
+    reference.Transform(datum, item.data());
+    expected.insert(expected.end(), item.begin(), item.end());
+  }
+  EXPECT_EQ(runs[0], expected);
+  // The crops are random (not all the same window): some items of the same record differ.
+  bool differ = false;
+  const size_t item_size = 3 * kCrop * kCrop;
+  for (int n = kRecords; n < kBatch * kBatches && !differ; ++n)
+    differ = !std::equal(expected.begin() + n * item_size, expected.begin() + (n + 1) * item_size,
+                         expected.begin() + (n - kRecords) * item_size);
+  EXPECT_TRUE(differ);
+}
+
+TEST(DataLayerTest, DecodedJpegMatchesThePicture) {
+#ifndef CREMA_WITH_OPENCV
+  GTEST_SKIP() << "built without OpenCV";
+#endif
+  // TEST phase, no crop: the decoded planes are the encoded picture up to JPEG's loss.
+  const std::string source = MakeMixedDb("jpeg_plain", 3);
+  Harness h(JpegParam(source, 3, 2, ""), TEST);
+  h.SetUp();
+  h.Forward();
+  EXPECT_EQ(h.data.shape(), (std::vector<int>{3, 3, kJpegH, kJpegW}));
+  for (int item = 0; item < 3; ++item) {
+    const std::vector<uint8_t> planes = JpegPlanes(item);
+    double worst = 0;
+    for (size_t i = 0; i < planes.size(); ++i)
+      worst = std::max(worst, std::abs(h.data.data_at(item * planes.size() + i) - planes[i]));
+    EXPECT_LE(worst, 12) << item;
+  }
+}
+
+TEST(DataLayerTest, SkipBadRecords) {
+#ifndef CREMA_WITH_OPENCV
+  GTEST_SKIP() << "built without OpenCV";
+#endif
+  const std::string source = MakeMixedDb(
+      "bad_skip", 9, {{0, Kind::kNotADatum}, {3, Kind::kTruncatedDatum}, {6, Kind::kCorruptJpeg}});
+  const std::vector<int> good = {1, 2, 4, 5, 7, 8};
+  for (int threads : {1, 3}) {
+    Harness h(JpegParam(source, 4, threads, "", "on_bad_record: SKIP"), TEST);
+    h.SetUp();  // record 0 is bad: skipped at set-up
+    std::vector<int> labels;
+    std::vector<int64_t> skipped;
+    for (int b = 0; b < 4; ++b) {
+      h.Forward();
+      for (int i = 0; i < 4; ++i) {
+        labels.push_back(static_cast<int>(h.label.data_at(i)) - 100);
+        const std::vector<uint8_t> planes = JpegPlanes(labels.back());
+        ASSERT_NEAR(h.data.data_at(i * planes.size() + 7), planes[7], 12);
+      }
+      skipped.push_back(AsData(&h)->skipped_records());
+    }
+    std::vector<int> expected;
+    for (int n = 0; n < 16; ++n) expected.push_back(good[n % good.size()]);
+    EXPECT_EQ(labels, expected) << threads;
+    // Set-up skips record 0; then each batch of 4 spans 6 records, two of them bad.
+    EXPECT_EQ(skipped, (std::vector<int64_t>{2, 4, 6, 8})) << threads;
+  }
+}
+
+void ExpectStop(const std::string& source, int batch, int forwards, const std::string& key,
+                const std::string& what) {
+  for (int threads : {1, 4}) {
+    Harness h(JpegParam(source, batch, threads, "crop_size: 8", "on_bad_record: STOP"), TEST);
+    h.SetUp();
+    for (int i = 0; i < forwards; ++i) h.Forward();
+    for (int i = 0; i < 2; ++i) {
+      try {
+        h.Forward();
+        FAIL() << "no error";
+      } catch (const RuntimeError& e) {
+        const std::string message = e.what();
+        EXPECT_NE(message.find("record '" + key + "' of '" + source + "'"), std::string::npos)
+            << message;
+        EXPECT_NE(message.find(what), std::string::npos) << message;
+        EXPECT_NE(message.find("layer \"data\" (Data)"), std::string::npos) << message;
+      }
+    }
+  }
+}
+
+TEST(DataLayerTest, StopAtBadRecords) {
+#ifndef CREMA_WITH_OPENCV
+  GTEST_SKIP() << "built without OpenCV";
+#endif
+  // The first bad record in cursor order is reported, whatever the threads decode first.
+  ExpectStop(
+      MakeMixedDb("stop_truncated", 8, {{5, Kind::kTruncatedDatum}, {7, Kind::kCorruptJpeg}}), 3, 1,
+      "00000005", "");
+  ExpectStop(MakeMixedDb("stop_jpeg", 8, {{4, Kind::kCorruptJpeg}, {5, Kind::kTruncatedDatum}}), 2,
+             2, "00000004", "cannot decode");
+  // STOP is the default, and a bad first record fails at set-up.
+  ExpectSetUpError(DataParam(MakeMixedDb("stop_first", 3, {{0, Kind::kCorruptJpeg}}), 2),
+                   "record '00000000'");
+}
+
+TEST(DataLayerTest, SkipFailsWhenEveryRecordIsBad) {
+  const std::string source = MakeDb(3, /*corrupt_at=*/1);
+  {
+    // Only record 1 is bad: fine for any number of passes.
+    Harness h(DataParam(source, 5, "", "on_bad_record: SKIP decode_threads: 2"));
+    h.SetUp();
+    for (int b = 0; b < 3; ++b) {
+      h.Forward();
+      for (int i = 0; i < 5; ++i) EXPECT_EQ(h.label.data_at(i), 10 + ((b * 5 + i) % 2) * 2);
+    }
+  }
+  const std::string all_bad = testing::TempDir() + "/all_bad";
+  {
+    auto db = db::OpenDB(db::Backend::kLmdb, all_bad, db::Mode::kNew);
+    auto txn = db->NewTransaction();
+    for (int i = 0; i < 3; ++i) txn->Put(Key(i), "not a datum at all");
+    txn->Commit();
+  }
+  ExpectSetUpError(DataParam(all_bad, 2, "", "on_bad_record: SKIP"), "every record");
+}
+
+TEST(DataLayerTest, ShardsCoverEveryRecordOnce) {
+  const int kRecords = 10;
+  const std::string source = MakeDb(kRecords);
+  for (int shards : {1, 3, 4}) {
+    std::vector<int> seen(kRecords, 0);
+    for (int shard = 0; shard < shards; ++shard) {
+      Harness h(DataParam(
+          source, 1, "",
+          "shard_id: " + std::to_string(shard) + " num_shards: " + std::to_string(shards)));
+      h.SetUp();
+      // This shard's records, by position: shard, shard + shards, ...
+      std::vector<int> mine;
+      for (int i = shard; i < kRecords; i += shards) mine.push_back(i);
+      for (size_t n = 0; n < 2 * mine.size() + 1; ++n) {
+        h.Forward();
+        const int record = static_cast<int>(h.label.data_at(0)) - 10;
+        ASSERT_EQ(record, mine[n % mine.size()]) << shards << " " << shard << " " << n;
+        ASSERT_EQ(h.data.data_at(h.data.offset(0, 1, 2, 3)), Pixel(record, 1, 2, 3));
+        if (n < mine.size()) ++seen[record];
+      }
+    }
+    EXPECT_EQ(seen, std::vector<int>(kRecords, 1)) << shards;
+  }
+  {
+    Harness h(DataParam(source, 1, "", "shard_id: 3 num_shards: 3"));
+    EXPECT_THROW(h.SetUp(), ConfigError);
+  }
+  {
+    Harness h(DataParam(source, 1, "", "num_shards: 0"));
+    EXPECT_THROW(h.SetUp(), ConfigError);
+  }
+  ExpectSetUpError(DataParam(MakeDb(2), 1, "", "shard_id: 2 num_shards: 3"), "none of them");
+}
+
+TEST(DataLayerTest, RandSkipWithinAShard) {
+  const std::string source = MakeDb(9);
+  for (int seed = 0; seed < 10; ++seed) {
+    SetRandomSeed(seed);
+    const uint32_t skip = static_cast<uint32_t>(ThreadRng()()) % 4;
+    SetRandomSeed(seed);
+    Harness h(DataParam(source, 2, "", "rand_skip: 4 shard_id: 1 num_shards: 2"));
+    h.SetUp();
+    h.Forward();
+    // Shard 1 holds records 1, 3, 5, 7; the skip counts records of the shard.
+    for (int i = 0; i < 2; ++i)
+      EXPECT_EQ(h.label.data_at(i), 10 + 1 + 2 * ((skip + i) % 4)) << seed;
   }
 }
 

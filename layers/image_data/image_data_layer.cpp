@@ -31,7 +31,11 @@ uint32_t BoostUniform(std::mt19937* engine, uint32_t range) {
 
 }  // namespace
 
-ImageDataLayer::~ImageDataLayer() = default;
+ImageDataLayer::~ImageDataLayer() {
+  if (skipped_ > 0)
+    LOG(WARNING) << prefix_ << "skipped " << skipped_ << " bad images of '" << source_
+                 << "' in all";
+}
 
 void ImageDataLayer::ShuffleLines() {
   for (int64_t i = static_cast<int64_t>(lines_.size()) - 1; i > 0; --i)
@@ -42,6 +46,7 @@ void ImageDataLayer::LayerSetUp(const BlobVec& bottom, const BlobVec& top) {
   const ImageDataParameter& param = layer_param_.image_data_param();
   source_ = param.source();
   root_folder_ = param.root_folder();
+  prefix_ = ErrorPrefix();
   CREMA_CHECK_PARAM(!source_.empty(), "image_data_param.source",
                     "is required (a list of \"path label\" lines)");
   CREMA_CHECK_PARAM(param.batch_size() > 0 && param.batch_size() <= INT32_MAX,
@@ -52,6 +57,8 @@ void ImageDataLayer::LayerSetUp(const BlobVec& bottom, const BlobVec& top) {
                     " new_width: ", param.new_width());
   CREMA_CHECK_PARAM(param.new_height() <= INT32_MAX && param.new_width() <= INT32_MAX,
                     "image_data_param.new_height", "and new_width must be < 2^31");
+  CREMA_CHECK_PARAM(param.decode_threads() <= 1024, "image_data_param.decode_threads",
+                    "must be in [0, 1024] (0: auto), got ", param.decode_threads());
 #ifndef CREMA_WITH_OPENCV
   throw ConfigError(ErrorPrefix() + "ImageData needs OpenCV, and this crema was built without it");
 #endif
@@ -60,6 +67,7 @@ void ImageDataLayer::LayerSetUp(const BlobVec& bottom, const BlobVec& top) {
   new_width_ = static_cast<int>(param.new_width());
   is_color_ = param.is_color();
   shuffle_ = param.shuffle();
+  skip_bad_ = param.on_bad_record() == DataParameter::SKIP;
 
   std::ifstream list(source_);
   if (!list)
@@ -105,83 +113,128 @@ void ImageDataLayer::LayerSetUp(const BlobVec& bottom, const BlobVec& top) {
     line_id_ = static_cast<int>(skip);
   }
 
-  // The first image gives the shape (and its problems are reported here).
-  Datum datum;
-  ReadImage(line_id_, &datum);
+  // The first good image gives the shape (and its problems are reported here); bad images
+  // before it are skipped for good (with SKIP).
+  Item item;
+  for (;;) {
+    Describe(&item);
+    try {
+      ReadImage(&item);
+      break;  // the first batch starts with this image
+    } catch (const RuntimeError&) {
+      OnBadImage(std::current_exception());
+      NextLine();
+    }
+  }
+  consecutive_bad_ = 0;
   std::vector<int> shape;
   try {
-    shape = transformer_->InferBlobShape(datum, root_folder_ + lines_[line_id_].first);
+    shape = transformer_->ShapeOf(item.image, item.path);
   } catch (const ConfigError& e) {
     throw ConfigError(ErrorPrefix("transform_param") + e.what());
   }
   shape[0] = batch_size_;
   top[0]->Reshape(shape);
   top[1]->Reshape(std::vector<int>{batch_size_});
-  LOG(INFO) << "ImageData layer \"" << name() << "\": output " << top[0]->shape_string();
+  const int threads = DecodeThreads(param.decode_threads());
+  LOG(INFO) << "ImageData layer \"" << name() << "\": output " << top[0]->shape_string() << ", "
+            << threads << " decode threads";
+  items_.resize(static_cast<size_t>(batch_size_));
+  workers_ = std::make_unique<WorkerPool>(threads);
 }
 
-void ImageDataLayer::ReadImage(int index, Datum* datum) const {
-  const std::string path = root_folder_ + lines_[index].first;
+void ImageDataLayer::Describe(Item* item) const {
+  item->path = root_folder_ + lines_[line_id_].first;
+  item->label = lines_[line_id_].second;
+  item->line = line_id_ + 1;
+}
+
+void ImageDataLayer::NextLine() {
+  if (++line_id_ >= static_cast<int>(lines_.size())) {
+    line_id_ = 0;
+    if (shuffle_) ShuffleLines();
+  }
+}
+
+void ImageDataLayer::ReadImage(Item* item) const {
+  const std::string& path = item->path;
 #ifdef CREMA_WITH_OPENCV
   cv::Mat image;
   try {
     image = cv::imread(path, is_color_ ? cv::IMREAD_COLOR : cv::IMREAD_GRAYSCALE);
   } catch (const cv::Exception& e) {
-    throw RuntimeError(ErrorPrefix() + StrCat("cannot decode image '", path, "': ", e.what()));
+    throw RuntimeError(prefix_ + StrCat("cannot decode image '", path, "': ", e.what()));
   }
   if (image.empty() || image.depth() != CV_8U)
-    throw RuntimeError(ErrorPrefix() + StrCat("cannot read image '", path, "' (line ", index + 1,
-                                              " of the list as read, from '", source_,
-                                              "'): missing or not a decodable 8-bit image"));
+    throw RuntimeError(prefix_ + StrCat("cannot read image '", path, "' (line ", item->line,
+                                        " of the list as read, from '", source_,
+                                        "'): missing or not a decodable 8-bit image"));
   if (new_height_ > 0) {
     cv::Mat resized;
     cv::resize(image, resized, cv::Size(new_width_, new_height_));
     image = resized;
   }
-  // Caffe's CVMatToDatum: HWC interleaved -> CHW planes.
-  const int channels = image.channels(), height = image.rows, width = image.cols;
-  std::string bytes(static_cast<size_t>(channels) * height * width, '\0');
-  for (int h = 0; h < height; ++h) {
-    const uint8_t* row = image.ptr<uint8_t>(h);
-    for (int w = 0; w < width; ++w)
-      for (int c = 0; c < channels; ++c)
-        bytes[(static_cast<size_t>(c) * height + h) * width + w] =
-            static_cast<char>(row[w * channels + c]);
-  }
-  datum->Clear();
-  datum->set_channels(channels);
-  datum->set_height(height);
-  datum->set_width(width);
-  datum->set_data(std::move(bytes));
-  datum->set_label(lines_[index].second);
+  // Kept interleaved (H x W x C, BGR); the transformer reads it as Caffe's CVMatToDatum planes.
+  if (!image.isContinuous()) image = image.clone();
+  item->pixels.assign(image.data, image.data + image.total() * image.elemSize());
+  item->image = DataTransformer::Image();
+  item->image.channels = image.channels();
+  item->image.height = image.rows;
+  item->image.width = image.cols;
+  item->image.bytes = item->pixels.data();
+  item->image.interleaved = true;
 #else
-  (void)datum;
-  throw RuntimeError(ErrorPrefix() +
-                     StrCat("cannot read image '", path, "': built without OpenCV"));
+  throw RuntimeError(prefix_ + StrCat("cannot read image '", path, "': built without OpenCV"));
 #endif
+}
+
+void ImageDataLayer::OnBadImage(const std::exception_ptr& error) {
+  if (!skip_bad_) std::rethrow_exception(error);
+  std::string message;
+  try {
+    std::rethrow_exception(error);
+  } catch (const std::exception& e) {
+    message = e.what();
+  }
+  ++skipped_;
+  if (skipped_ <= 10)
+    LOG(WARNING) << "skipping (on_bad_record: SKIP): " << message
+                 << (skipped_ == 10 ? "; further ones are only counted" : "");
+  if (++consecutive_bad_ >= static_cast<int64_t>(lines_.size()))
+    throw RuntimeError(prefix_ + StrCat("no image of '", source_,
+                                        "' can be read (on_bad_record: SKIP skipped ", skipped_,
+                                        "); the last: ", message));
 }
 
 void ImageDataLayer::ForwardCpu(const BlobVec& bottom, const BlobVec& top) {
   for (Blob* t : top)
     if (t->dtype() != dtype_) t->set_dtype(dtype_);
-  top[1]->Reshape(std::vector<int>{batch_size_});
-  Datum datum;
-  for (int item = 0; item < batch_size_; ++item) {
-    ReadImage(line_id_, &datum);
-    const std::string what = root_folder_ + lines_[line_id_].first;
-    if (item == 0) {  // Caffe shapes each batch from its first image
-      std::vector<int> shape = transformer_->InferBlobShape(datum, what);
-      shape[0] = batch_size_;
-      top[0]->Reshape(shape);
-    }
-    transformer_->Transform(datum, top[0], item, what);
-    CREMA_DISPATCH_FLOAT(dtype_, T,
-                         top[1]->mutable_cpu_data<T>()[item] = static_cast<T>(datum.label()));
-    if (++line_id_ >= static_cast<int>(lines_.size())) {
-      line_id_ = 0;
-      if (shuffle_) ShuffleLines();
-    }
+  const std::vector<int> order = GatherInOrder(
+      workers_.get(), batch_size_,
+      [this](int slot) {
+        Describe(&items_[slot]);
+        NextLine();
+      },
+      [this](int slot) { ReadImage(&items_[slot]); },
+      [this](int, const std::exception_ptr& error) {
+        if (error)
+          OnBadImage(error);
+        else
+          consecutive_bad_ = 0;
+      });
+  std::vector<const DataTransformer::Image*> images;
+  for (int slot : order) images.push_back(&items_[slot].image);
+  try {
+    transformer_->TransformBatch(
+        images, [&](int k) { return items_[order[k]].path; }, workers_.get(), top[0]);
+  } catch (const RuntimeError& e) {
+    throw RuntimeError(prefix_ + e.what());
   }
+  top[1]->Reshape(std::vector<int>{batch_size_});
+  CREMA_DISPATCH_FLOAT(dtype_, T, {
+    T* labels = top[1]->mutable_cpu_data<T>();
+    for (int k = 0; k < batch_size_; ++k) labels[k] = static_cast<T>(items_[order[k]].label);
+  });
 }
 
 CREMA_REGISTER_LAYER(ImageData, ImageDataLayer);

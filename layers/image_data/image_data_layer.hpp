@@ -10,13 +10,20 @@
 // boost::uniform_int Fisher-Yates over an mt19937), so a given seed gives Caffe's order.
 // rand_skip: start at a random line in [0, rand_skip). Seeds are drawn from the calling thread's
 // generator at set-up in Caffe's order: transformer (when it needs one), shuffle, skip.
-// Images are loaded in Forward (no prefetch thread). The legacy transform fields of
-// image_data_param are moved to transform_param by the net upgrade.
+// Images are loaded in Forward (no prefetch thread), decoded and transformed by decode_threads
+// threads (io/prefetch_pool.hpp); the random words are drawn in item order, so the batches do not
+// depend on the number of threads. The legacy transform fields of image_data_param are moved to
+// transform_param by the net upgrade.
 // Errors: the list can't be read, is empty or has a line without label -> RuntimeError naming
-// the file; an image that can't be read or decoded -> RuntimeError naming its path; rand_skip
-// not smaller than the list, or new_height/new_width set alone -> ConfigError. No backward.
+// the file; an image that is missing or can't be read or decoded -> on_bad_record STOP (the
+// default): RuntimeError naming its path; SKIP: the next line is used instead, with a warning
+// the first few times and a count; rand_skip not smaller than the list, or new_height/new_width
+// set alone -> ConfigError. No backward.
 // Params: image_data_param { source, root_folder, batch_size (default 1), shuffle, rand_skip,
-// new_height, new_width, is_color (default true) }.
+// new_height, new_width, is_color (default true); crema-only: decode_threads (0: auto),
+// on_bad_record (STOP or SKIP) }.
+#include <cstdint>
+#include <exception>
 #include <memory>
 #include <random>
 #include <string>
@@ -25,6 +32,7 @@
 
 #include "crema/layer.hpp"
 #include "io/data_transformer.hpp"
+#include "io/prefetch_pool.hpp"
 
 namespace crema {
 
@@ -39,14 +47,32 @@ class ImageDataLayer final : public Layer {
   int ExactNumBottomBlobs() const override { return 0; }
   int ExactNumTopBlobs() const override { return 2; }
 
+  // Images skipped (on_bad_record: SKIP) so far.
+  int64_t skipped_images() const { return skipped_; }
+
  protected:
   void ForwardCpu(const BlobVec& bottom, const BlobVec& top) override;
   void BackwardCpu(const BlobVec& top, const std::vector<bool>& propagate_down,
                    const BlobVec& bottom) override {}
 
  private:
-  // Decodes line `index` into a Datum of raw C x H x W pixels (RuntimeError naming the path).
-  void ReadImage(int index, Datum* datum) const;
+  // One list line on its way into a batch.
+  struct Item {
+    std::string path;
+    int label = 0;
+    int line = 0;  // in the list as read, for messages
+    std::vector<uint8_t> pixels;
+    DataTransformer::Image image;
+  };
+  // Copies the current line into `item`.
+  void Describe(Item* item) const;
+  // Moves to the next line (back to the first, reshuffled with shuffle, after the last).
+  void NextLine();
+  // Decodes the image into item->pixels and item->image (RuntimeError naming the path);
+  // thread-safe.
+  void ReadImage(Item* item) const;
+  // Applies on_bad_record to an image that failed with `error`.
+  void OnBadImage(const std::exception_ptr& error);
   void ShuffleLines();
 
   std::vector<std::pair<std::string, int>> lines_;
@@ -58,6 +84,11 @@ class ImageDataLayer final : public Layer {
   bool shuffle_ = false;
   std::mt19937 shuffle_rng_;
   std::unique_ptr<DataTransformer> transformer_;
+  std::string prefix_;  // ErrorPrefix(), for the decode threads
+  bool skip_bad_ = false;
+  int64_t skipped_ = 0, consecutive_bad_ = 0;
+  std::vector<Item> items_;
+  std::unique_ptr<WorkerPool> workers_;
 };
 
 }  // namespace crema

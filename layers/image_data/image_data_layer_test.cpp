@@ -230,5 +230,59 @@ TEST(ImageDataLayer, Errors) {
   EXPECT_THROW(f.Make("")->SetUp({}, {&only}), ConfigError);
 }
 
+TEST(ImageDataLayer, SkipMissingAndCorruptImages) {
+  Fixture f(3);
+  std::ofstream(f.dir + "/corrupt.png") << "not a png at all";
+  std::ofstream(f.list) << "missing.png 9\nimg0.png 5\ncorrupt.png 9\nimg1.png 6\nimg2.png 7\n";
+  for (int threads : {1, 3}) {
+    auto layer =
+        f.Make("batch_size: 3 on_bad_record: SKIP decode_threads: " + std::to_string(threads));
+    Blob data, label;
+    layer->SetUp({}, {&data, &label});  // skips missing.png
+    std::vector<double> labels;
+    for (int b = 0; b < 3; ++b) {
+      layer->Forward({}, {&data, &label});
+      const std::vector<double> values = DataOf(data);
+      for (int item = 0; item < 3; ++item) {
+        labels.push_back(DataOf(label)[item]);
+        EXPECT_EQ(values[item * 36], Expected(static_cast<int>(labels.back()) - 5, 0, 0, 0));
+      }
+    }
+    EXPECT_EQ(labels, (std::vector<double>{5, 6, 7, 5, 6, 7, 5, 6, 7})) << threads;
+    // set-up: missing; batch 1: corrupt; batch 2: missing, corrupt; batch 3: missing, corrupt.
+    EXPECT_EQ(dynamic_cast<ImageDataLayer*>(layer.get())->skipped_images(), 6) << threads;
+  }
+  // Nothing readable: an error naming the list, not an endless loop.
+  std::ofstream(f.list) << "missing.png 1\ncorrupt.png 2\n";
+  ExpectRuntimeError(f.Make("on_bad_record: SKIP").get(), "no image of");
+  // STOP (the default) names the path.
+  std::ofstream(f.list) << "img0.png 1\ncorrupt.png 2\n";
+  ExpectRuntimeError(f.Make("batch_size: 2 on_bad_record: STOP").get(), "corrupt.png");
+}
+
+TEST(ImageDataLayer, SameBatchesForAnyNumberOfThreads) {
+  Fixture f(7);
+  std::vector<std::vector<double>> runs;
+  for (int threads : {1, 2, 4}) {
+    SetRandomSeed(99);
+    auto layer = CreateLayer(
+        "type: 'ImageData' transform_param { crop_size: 2 mirror: true } image_data_param { "
+        "source: '" +
+        f.list + "' root_folder: '" + f.dir +
+        "/' batch_size: 3 shuffle: true decode_threads: " + std::to_string(threads) + " }");
+    Blob data, label;
+    layer->SetUp({}, {&data, &label});
+    std::vector<double> values;
+    for (int b = 0; b < 6; ++b) {
+      layer->Forward({}, {&data, &label});
+      for (double v : DataOf(data)) values.push_back(v);
+      for (double v : DataOf(label)) values.push_back(v);
+    }
+    runs.push_back(values);
+  }
+  EXPECT_EQ(runs[1], runs[0]);
+  EXPECT_EQ(runs[2], runs[0]);
+}
+
 }  // namespace
 }  // namespace crema::testing

@@ -18,12 +18,66 @@ std::string Named(const std::string& what) { return what.empty() ? "record" : wh
 
 std::string ShapeText(int c, int h, int w) { return StrCat(c, " x ", h, " x ", w); }
 
+// out[w] = value(w), or out[width - 1 - w] when mirrored; separate loops so each vectorizes.
+template <typename T, typename Value>
+inline void WriteRow(T* out, int width, bool mirror, const Value& value) {
+  if (mirror) {
+    for (int w = 0; w < width; ++w) out[width - 1 - w] = value(w);
+  } else {
+    for (int w = 0; w < width; ++w) out[w] = value(w);
+  }
+}
+
+// One output row: (pixel - mean) * scale, the mean from the mean file's row, or one value.
+template <typename T, typename Src>
+void TransformRow(const Src* src, int pixel_step, const double* mean_row, bool has_mean_value,
+                  T mean_value, T scale, bool mirror, int width, T* out) {
+  if (mean_row != nullptr) {
+    WriteRow(out, width, mirror, [&](int w) {
+      return (static_cast<T>(src[w * pixel_step]) - static_cast<T>(mean_row[w])) * scale;
+    });
+  } else if (has_mean_value) {
+    WriteRow(out, width, mirror,
+             [&](int w) { return (static_cast<T>(src[w * pixel_step]) - mean_value) * scale; });
+  } else {
+    WriteRow(out, width, mirror,
+             [&](int w) { return static_cast<T>(src[w * pixel_step]) * scale; });
+  }
+}
+
 }  // namespace
 
 void ParseDatum(const std::string& bytes, Datum* datum, const std::string& what) {
   if (!datum->ParseFromString(bytes))
     CREMA_THROW_RUNTIME(Named(what), ": not a valid Datum (", bytes.size(),
                         " bytes; the DB is corrupt or holds something else)");
+}
+
+std::string EncodeImage(const uint8_t* planes, int channels, int height, int width,
+                        const std::string& extension, int jpeg_quality) {
+#ifdef CREMA_WITH_OPENCV
+  CREMA_ASSERT(channels == 1 || channels == 3, channels, " channels");
+  cv::Mat image(height, width, channels == 3 ? CV_8UC3 : CV_8UC1);
+  for (int h = 0; h < height; ++h) {
+    uint8_t* row = image.ptr<uint8_t>(h);
+    for (int w = 0; w < width; ++w)
+      for (int c = 0; c < channels; ++c)
+        row[w * channels + c] = planes[(static_cast<size_t>(c) * height + h) * width + w];
+  }
+  std::vector<uchar> buffer;
+  bool ok = false;
+  try {
+    ok = cv::imencode(extension, image, buffer, {cv::IMWRITE_JPEG_QUALITY, jpeg_quality});
+  } catch (const cv::Exception& e) {
+    CREMA_THROW_RUNTIME("cannot encode an image as '", extension, "': ", e.what());
+  }
+  if (!ok) CREMA_THROW_RUNTIME("cannot encode an image as '", extension, "'");
+  return std::string(buffer.begin(), buffer.end());
+#else
+  (void)planes, (void)channels, (void)height, (void)width, (void)jpeg_quality;
+  CREMA_THROW_RUNTIME("cannot encode an image as '", extension,
+                      "': this crema was built without OpenCV");
+#endif
 }
 
 DataTransformer::DataTransformer(const TransformationParameter& param, Phase phase)
@@ -72,7 +126,8 @@ bool DataTransformer::NeedsRandom() const {
   return param_.mirror() || (phase_ == TRAIN && param_.crop_size() > 0);
 }
 
-DataTransformer::Image DataTransformer::Prepare(const Datum& datum, const std::string& what) {
+DataTransformer::Image DataTransformer::Decode(const Datum& datum, std::vector<uint8_t>* pixels,
+                                               const std::string& what) const {
   Image image;
   if (datum.encoded()) {
 #ifdef CREMA_WITH_OPENCV
@@ -93,18 +148,15 @@ DataTransformer::Image DataTransformer::Prepare(const Datum& datum, const std::s
     image.channels = img.channels();
     image.height = img.rows;
     image.width = img.cols;
-    // OpenCV's interleaved H x W x C (BGR) -> C x H x W, as Caffe's Transform(cv::Mat).
-    decoded_.resize(static_cast<size_t>(image.channels) * image.height * image.width);
-    for (int h = 0; h < image.height; ++h) {
-      const uint8_t* row = img.ptr<uint8_t>(h);
-      for (int w = 0; w < image.width; ++w)
-        for (int c = 0; c < image.channels; ++c)
-          decoded_[(static_cast<size_t>(c) * image.height + h) * image.width + w] =
-              row[w * image.channels + c];
-    }
-    image.bytes = decoded_.data();
+    // Kept in OpenCV's interleaved H x W x C (BGR) layout; Transform reads it as Caffe's
+    // Transform(cv::Mat) does.
+    if (!img.isContinuous()) img = img.clone();
+    pixels->assign(img.data, img.data + img.total() * img.elemSize());
+    image.bytes = pixels->data();
+    image.interleaved = true;
     return image;
 #else
+    (void)pixels;
     CREMA_THROW_RUNTIME(Named(what),
                         " holds an encoded (JPEG/PNG) image; this crema was built without "
                         "OpenCV, so it can only read raw pixels");
@@ -150,85 +202,134 @@ void DataTransformer::CheckFits(const Image& image, const std::string& what) con
                        image.channels, "), got ", mean_values_.size());
 }
 
-std::vector<int> DataTransformer::InferBlobShape(const Datum& datum, const std::string& what) {
-  const Image image = Prepare(datum, what);
+std::vector<int> DataTransformer::ShapeOf(const Image& image, const std::string& what) const {
   CheckFits(image, what);
   const int crop = static_cast<int>(param_.crop_size());
   return {1, image.channels, crop > 0 ? crop : image.height, crop > 0 ? crop : image.width};
 }
 
-template <typename T>
-void DataTransformer::Transform(const Datum& datum, T* out, const std::string& what) {
-  const Image image = Prepare(datum, what);
-  CheckFits(image, what);
-  TransformImage(image, out);
+std::vector<int> DataTransformer::InferBlobShape(const Datum& datum, const std::string& what) {
+  return ShapeOf(Decode(datum, &decoded_, what), what);
+}
+
+DataTransformer::Draws DataTransformer::NextDraws() {
+  // As many words as Transform uses, in Caffe's order: mirror, then the offsets.
+  Draws draws;
+  int count = 0;
+  if (param_.mirror()) draws.words[count++] = rng_();
+  if (phase_ == TRAIN && param_.crop_size() > 0) {
+    draws.words[count++] = rng_();
+    draws.words[count++] = rng_();
+  }
+  return draws;
 }
 
 template <typename T>
-void DataTransformer::TransformImage(const Image& image, T* out) {
+void DataTransformer::Transform(const Datum& datum, T* out, const std::string& what) {
+  const Image image = Decode(datum, &decoded_, what);
+  CheckFits(image, what);
+  Transform(image, NextDraws(), out);
+}
+
+template <typename T>
+void DataTransformer::Transform(const Image& image, const Draws& draws, T* out) const {
   const int channels = image.channels;
   const int image_height = image.height;
   const int image_width = image.width;
   const int crop = static_cast<int>(param_.crop_size());
   const T scale = static_cast<T>(param_.scale());
-  // The order of the draws is Caffe's: mirror, then the offsets.
-  const bool do_mirror = param_.mirror() && Rand(2) != 0;
+  // Each choice is Caffe's Rand(n) = word % n, the words taken in NextDraws' order.
+  int next = 0;
+  const auto rand = [&](int n) {
+    return static_cast<int>(draws.words[next++] % static_cast<uint32_t>(n));
+  };
+  const bool do_mirror = param_.mirror() && rand(2) != 0;
   int height = image_height, width = image_width, h_off = 0, w_off = 0;
   if (crop > 0) {
     height = width = crop;
     if (phase_ == TRAIN) {
-      h_off = Rand(image_height - crop + 1);
-      w_off = Rand(image_width - crop + 1);
+      h_off = rand(image_height - crop + 1);
+      w_off = rand(image_width - crop + 1);
     } else {
       h_off = (image_height - crop) / 2;
       w_off = (image_width - crop) / 2;
     }
   }
-  std::vector<T> mean_values(channels, T(0));
-  const bool has_mean_values = !mean_values_.empty();
-  for (int c = 0; c < channels && has_mean_values; ++c)
-    mean_values[c] = static_cast<T>(mean_values_[mean_values_.size() == 1 ? 0 : c]);
   const bool has_mean_file = !mean_.empty();
-
+  const bool has_mean_values = !mean_values_.empty();
+  // Element (c, y, x) of the image, planar C x H x W or interleaved H x W x C; the mean file is
+  // planar, indexed at the uncropped position.
+  const int64_t channel_step =
+      image.interleaved ? 1 : static_cast<int64_t>(image_height) * image_width;
+  const int64_t row_step =
+      image.interleaved ? static_cast<int64_t>(image_width) * channels : image_width;
+  const int pixel_step = image.interleaved ? channels : 1;
   for (int c = 0; c < channels; ++c) {
+    const T mean_value =
+        has_mean_values ? static_cast<T>(mean_values_[mean_values_.size() == 1 ? 0 : c]) : T(0);
     for (int h = 0; h < height; ++h) {
-      for (int w = 0; w < width; ++w) {
-        const int64_t data_index =
-            (static_cast<int64_t>(c) * image_height + h_off + h) * image_width + w_off + w;
-        const int64_t top_index =
-            (static_cast<int64_t>(c) * height + h) * width + (do_mirror ? width - 1 - w : w);
-        const T pixel = image.bytes != nullptr ? static_cast<T>(image.bytes[data_index])
-                                               : static_cast<T>(image.floats[data_index]);
-        if (has_mean_file) {
-          out[top_index] = (pixel - static_cast<T>(mean_[data_index])) * scale;
-        } else if (has_mean_values) {
-          out[top_index] = (pixel - mean_values[c]) * scale;
-        } else {
-          out[top_index] = pixel * scale;
-        }
-      }
+      const int64_t first =
+          c * channel_step + (h_off + h) * row_step + static_cast<int64_t>(w_off) * pixel_step;
+      const double* mean_row =
+          has_mean_file
+              ? mean_.data() + (static_cast<int64_t>(c) * image_height + h_off + h) * image_width +
+                    w_off
+              : nullptr;
+      T* out_row = out + (static_cast<int64_t>(c) * height + h) * width;
+      if (image.bytes != nullptr)
+        TransformRow(image.bytes + first, pixel_step, mean_row, has_mean_values, mean_value, scale,
+                     do_mirror, width, out_row);
+      else
+        TransformRow(image.floats + first, pixel_step, mean_row, has_mean_values, mean_value, scale,
+                     do_mirror, width, out_row);
     }
   }
 }
 
 void DataTransformer::Transform(const Datum& datum, Blob* blob, int index,
                                 const std::string& what) {
-  const Image image = Prepare(datum, what);
-  CheckFits(image, what);
-  const int crop = static_cast<int>(param_.crop_size());
-  const int height = crop > 0 ? crop : image.height, width = crop > 0 ? crop : image.width;
-  if (blob->num_axes() != 4 || blob->shape(1) != image.channels || blob->shape(2) != height ||
-      blob->shape(3) != width)
-    CREMA_THROW_RUNTIME(Named(what), " gives items of ", ShapeText(image.channels, height, width),
+  const Image image = Decode(datum, &decoded_, what);
+  const std::vector<int> shape = ShapeOf(image, what);
+  if (blob->num_axes() != 4 || blob->shape(1) != shape[1] || blob->shape(2) != shape[2] ||
+      blob->shape(3) != shape[3])
+    CREMA_THROW_RUNTIME(Named(what), " gives items of ", ShapeText(shape[1], shape[2], shape[3]),
                         " but the batch holds ", blob->shape_string(),
                         " (all records of a batch must have the same size)");
   CREMA_ASSERT(index >= 0 && index < blob->shape(0), "item ", index, " outside ",
                blob->shape_string());
+  const Draws draws = NextDraws();
   CREMA_DISPATCH_FLOAT(blob->dtype(), T,
-                       TransformImage<T>(image, blob->mutable_cpu_data<T>() + blob->offset(index)));
+                       Transform(image, draws, blob->mutable_cpu_data<T>() + blob->offset(index)));
+}
+
+void DataTransformer::TransformBatch(const std::vector<const Image*>& images,
+                                     const std::function<std::string(int)>& what, WorkerPool* pool,
+                                     Blob* blob) {
+  const int num = static_cast<int>(images.size());
+  CREMA_ASSERT(num > 0, "an empty batch");
+  std::vector<int> shape = ShapeOf(*images[0], what(0));
+  shape[0] = num;
+  blob->Reshape(shape);
+  std::vector<Draws> draws(static_cast<size_t>(num));
+  for (Draws& item_draws : draws) item_draws = NextDraws();
+  const int64_t item_count = blob->count(1);
+  CREMA_DISPATCH_FLOAT(blob->dtype(), T, {
+    T* out = blob->mutable_cpu_data<T>();
+    pool->Run(num, [&](int k, int /*worker*/) {
+      const std::vector<int> item_shape = ShapeOf(*images[k], what(k));
+      if (!std::equal(item_shape.begin() + 1, item_shape.end(), shape.begin() + 1))
+        CREMA_THROW_RUNTIME(what(k), " gives items of ",
+                            ShapeText(item_shape[1], item_shape[2], item_shape[3]),
+                            " but the batch holds ", ShapeText(shape[1], shape[2], shape[3]),
+                            " (all records of a batch must have the same size)");
+      Transform(*images[k], draws[k], out + k * item_count);
+    });
+  });
 }
 
 template void DataTransformer::Transform<float>(const Datum&, float*, const std::string&);
 template void DataTransformer::Transform<double>(const Datum&, double*, const std::string&);
+template void DataTransformer::Transform<float>(const Image&, const Draws&, float*) const;
+template void DataTransformer::Transform<double>(const Image&, const Draws&, double*) const;
 
 }  // namespace crema

@@ -5,6 +5,7 @@
 
 #include <fstream>
 #include <random>
+#include <set>
 #include <string>
 #include <vector>
 
@@ -228,6 +229,53 @@ TEST(DataTransformerTest, CorruptRecords) {
     EXPECT_NE(std::string(e.what()).find("without OpenCV"), std::string::npos) << e.what();
   }
 #endif
+}
+
+TEST(DataTransformerTest, InterleavedAndPlanarImagesAgree) {
+  // The same picture as C x H x W planes and as OpenCV's H x W x C, through a mean file, a
+  // random crop and a mirror: the same output, and each value checked against the planes.
+  std::vector<uint8_t> planes, interleaved(kC * kH * kW);
+  for (int c = 0; c < kC; ++c)
+    for (int h = 0; h < kH; ++h)
+      for (int w = 0; w < kW; ++w) {
+        planes.push_back(static_cast<uint8_t>(Pixel(c, h, w)));
+        interleaved[(h * kW + w) * kC + c] = static_cast<uint8_t>(Pixel(c, h, w));
+      }
+  BlobProto mean;
+  for (int d : {1, kC, kH, kW}) mean.mutable_shape()->add_dim(d);
+  for (int i = 0; i < kC * kH * kW; ++i) mean.add_data(i * 0.5f);
+  const std::string path = testing::TempDir() + "/mean_interleaved.binaryproto";
+  std::ofstream(path, std::ios::binary) << mean.SerializeAsString();
+  DataTransformer t(Param("crop_size: 4 mirror: true scale: 2 mean_file: '" + path + "'"), TRAIN);
+  DataTransformer::Image a, b;
+  a.channels = b.channels = kC;
+  a.height = b.height = kH;
+  a.width = b.width = kW;
+  a.bytes = planes.data();
+  b.bytes = interleaved.data();
+  b.interleaved = true;
+  EXPECT_EQ(t.ShapeOf(b), (std::vector<int>{1, kC, 4, 4}));
+  std::set<int> offsets;
+  for (uint32_t seed = 0; seed < 40; ++seed) {
+    DataTransformer::Draws draws;
+    for (uint32_t k = 0; k < 3; ++k) draws.words[k] = seed * 2654435761u + 12345u * k * (seed + 1);
+    std::vector<double> from_a(kC * 16), from_b(kC * 16);
+    t.Transform(a, draws, from_a.data());
+    t.Transform(b, draws, from_b.data());
+    ASSERT_EQ(from_a, from_b) << seed;
+    // Caffe's choices from the words: mirror = w0 % 2, h_off = w1 % 3, w_off = w2 % 4.
+    const bool mirror = draws.words[0] % 2 != 0;
+    const int h_off = draws.words[1] % (kH - 4 + 1), w_off = draws.words[2] % (kW - 4 + 1);
+    offsets.insert(h_off * 10 + w_off + (mirror ? 100 : 0));
+    for (int c = 0; c < kC; ++c)
+      for (int y = 0; y < 4; ++y)
+        for (int x = 0; x < 4; ++x) {
+          const int index = (c * kH + y + h_off) * kW + x + w_off;
+          const double expected = (Pixel(c, y + h_off, x + w_off) - index * 0.5) * 2;
+          ASSERT_EQ(from_a[(c * 4 + y) * 4 + (mirror ? 3 - x : x)], expected) << seed;
+        }
+  }
+  EXPECT_GT(offsets.size(), 6u);
 }
 
 }  // namespace
