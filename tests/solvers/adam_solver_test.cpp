@@ -49,6 +49,9 @@ TEST(AdamSolverTest, GpuMatchesCpu) {
 TEST(AdamSolverTest, MatchesCaffeReferenceRun) {
   CREMA_REQUIRE_REFERENCE(solver_file, "bvlc/solvers/adam/solver.prototxt");
   ReferenceRunResult result;
+  // History within 1e-3: the conv weights' moments differ by up to ~6e-4 from Caffe's, nearly all
+  // of it in 1% of the elements (max-pooling near-ties the tiny weight differences flip, which
+  // Adam's normalized steps carry on); the other moments agree to ~2e-6.
   CheckReferenceRun(solver_file, "adam", 1e-3, &result);
   EXPECT_LT(result.worst_param, 1e-4);
 }
