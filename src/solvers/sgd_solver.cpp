@@ -45,11 +45,15 @@ SGDSolver::SGDSolver(const SolverParameter& param, const SolverOptions& options)
     throw ConfigError(ErrorAt("regularization_type") +
                       "regularization_type: unknown regularization \"" +
                       param_.regularization_type() + "\"; expected L2 or L1");
+  AppendHistoryBlobs();
   for (Blob* blob : net_->learnable_params()) {
-    history_.push_back(ZeroBlobLike(*blob));
     update_.push_back(ZeroBlobLike(*blob));
     temp_.push_back(ZeroBlobLike(*blob));
   }
+}
+
+void SGDSolver::AppendHistoryBlobs() {
+  for (Blob* blob : net_->learnable_params()) history_.push_back(ZeroBlobLike(*blob));
 }
 
 double SGDSolver::UpdateLearningRate() {

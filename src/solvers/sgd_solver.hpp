@@ -44,6 +44,23 @@ class SGDSolver : public Solver {
   void RestoreLearnedNet(const std::string& learned_net, const std::string& state_file);
   // Whether the update runs on the GPU (the train net's device).
   bool OnGpu() const { return net_->device().is_cuda(); }
+  // Appends one zeroed blob per learnable param to history_ (AdaDelta's and Adam's second set).
+  void AppendHistoryBlobs();
+  // rate * lr_mult of a param, rounded to its type first as Caffe's Dtype arithmetic does.
+  template <typename T>
+  T LocalRate(int param_id, double rate) const {
+    return static_cast<T>(rate) * static_cast<T>(net_->params_lr()[param_id]);
+  }
+  // A param's diff, or a state blob's data, where the update runs (host, or device for a GPU net).
+  template <typename T>
+  T* UpdateDiff(int param_id) const {
+    Blob* param = net_->learnable_params()[param_id];
+    return OnGpu() ? param->mutable_gpu_diff<T>() : param->mutable_cpu_diff<T>();
+  }
+  template <typename T>
+  T* UpdateData(const BlobPtr& blob) const {
+    return OnGpu() ? blob->mutable_gpu_data<T>() : blob->mutable_cpu_data<T>();
+  }
 
   // One blob per learnable param, shaped and typed like it (derived solvers may add more).
   std::vector<BlobPtr> history_;

@@ -9,5 +9,19 @@ namespace crema::gpu {
 template <typename T>
 void SgdUpdate(int64_t n, T local_rate, T momentum, T* diff, T* history);
 
+// The other rules, each one pass in Caffe's fused form (defined in <name>_solver_gpu.cu; the
+// header comment of each solver states its math).
+template <typename T>
+void NesterovUpdate(int64_t n, T local_rate, T momentum, T* diff, T* history);
+template <typename T>
+void AdaGradUpdate(int64_t n, T local_rate, T delta, T* diff, T* history);
+template <typename T>
+void RMSPropUpdate(int64_t n, T local_rate, T rms_decay, T delta, T* diff, T* history);
+template <typename T>
+void AdaDeltaUpdate(int64_t n, T local_rate, T momentum, T delta, T* diff, T* history,
+                    T* update_history);
+template <typename T>
+void AdamUpdate(int64_t n, T corrected_rate, T beta1, T beta2, T eps_hat, T* diff, T* m, T* v);
+
 }  // namespace crema::gpu
 #endif
