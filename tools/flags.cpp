@@ -32,13 +32,14 @@ DEFINE_string(stage, "", "Network stages, separated by commas (NetState.stage)."
 DEFINE_int32(level, 0, "Network level (NetState.level).");
 DEFINE_bool(json, false, "Print machine-readable JSON instead of text.");
 DEFINE_string(output_dir, "", "The folder to write outputs into (created when missing).");
-DEFINE_string(set, "",
-              "Override a solver field, FIELD=VALUE in prototxt syntax; repeat the flag for "
-              "several. Nested fields with dots (train_state.level=1), repeated ones as a list "
-              "(stepvalue=1000,2000), element i as FIELD[i]; net.LAYER.PATH=VALUE sets a field "
-              "of every layer named LAYER in the solver's nets "
-              "(net.conv1.convolution_param.num_output=32, net.fc8.param.lr_mult=0 for all its "
-              "param blocks, net.fc8.param[1].lr_mult=0 for the bias only).");
+DEFINE_string(
+    set, "",
+    "Override a solver field, FIELD=VALUE in prototxt syntax; repeat the flag for "
+    "several. Nested fields with dots (train_state.level=1), repeated ones as a list "
+    "(stepvalue=1000,2000), element i as FIELD[i]; net.LAYER.PATH=VALUE sets a field "
+    "of every layer named LAYER in the solver's nets "
+    "(net.conv1.convolution_param.num_output=32, net.fc8.param.lr_mult=0 for all its "
+    "param blocks, net.fc8.param[1].lr_mult=0 for the bias only; see crema train --help).");
 DEFINE_string(backend, "lmdb", "The database backend: lmdb (leveldb where supported).");
 
 namespace crema::cli {
