@@ -170,9 +170,9 @@ int RunTrain(const std::vector<std::string>& args) {
   for (const std::string& stage : StagesFromFlag()) param.mutable_train_state()->add_stage(stage);
   const std::vector<Override> overrides = ParseOverrides(RepeatedFlagValues(FLAGS_set), "--set");
   ApplySolverOverrides(overrides, &param);
-  // The nets are read relative to the cwd, as the solver does; once inlined, error locations
-  // inside them name the solver instead of the net file.
-  if (ApplyNetOverrides(overrides, "", &param)) source = nullptr;
+  // The nets are read relative to the cwd, as the solver does. Once inlined, errors inside an
+  // overridden net name its layer but no longer its file and line.
+  ApplyNetOverrides(overrides, "", &param);
 
   std::string snapshot = resume ? "" : FLAGS_snapshot;
   if (resume) {
