@@ -129,9 +129,13 @@ bool IsFlag(const std::string& arg) {
 }
 
 // gflags keeps only the last value of a repeated flag; list flags (--input a=x --input b=y)
-// are joined with commas instead, which their verbs split.
+// are joined with commas instead, which their verbs split (--set and --grid, whose values hold
+// commas, with kRepeatedFlagSeparator).
 std::vector<std::string> MergeRepeatedListFlags(const std::vector<std::string>& args) {
-  static const std::set<std::string> kListFlags = {"input", "plugin"};
+  static const std::map<std::string, char> kListFlags = {{"input", ','},
+                                                         {"plugin", ','},
+                                                         {"set", kRepeatedFlagSeparator},
+                                                         {"grid", kRepeatedFlagSeparator}};
   std::vector<std::string> out;
   std::map<std::string, size_t> position;  // flag -> index in `out` of its "--flag=value"
   for (size_t i = 0; i < args.size(); ++i) {
@@ -158,7 +162,7 @@ std::vector<std::string> MergeRepeatedListFlags(const std::vector<std::string>& 
       position[name] = out.size();
       out.push_back("--" + name + "=" + value);
     } else {
-      out[it->second] += "," + value;
+      out[it->second] += kListFlags.at(name) + value;
     }
   }
   return out;

@@ -11,7 +11,9 @@ DEFINE_string(model, "", "The model definition protocol buffer text file.");
 DEFINE_string(weights, "",
               "Pretrained weights to initialise the net from: one or more .caffemodel (or "
               ".caffemodel.h5) files separated by commas. Cannot be used with --snapshot.");
-DEFINE_string(snapshot, "", "A .solverstate to resume training from.");
+DEFINE_string(snapshot, "",
+              "A .solverstate to resume training from; \"auto\" (train): the newest one for "
+              "the solver's snapshot_prefix, as --resume.");
 DEFINE_string(gpu, "",
               "Run on GPU: a device id, e.g. --gpu 0, or 'all'. Empty (the default) runs on "
               "the CPU.");
@@ -30,6 +32,14 @@ DEFINE_string(stage, "", "Network stages, separated by commas (NetState.stage)."
 DEFINE_int32(level, 0, "Network level (NetState.level).");
 DEFINE_bool(json, false, "Print machine-readable JSON instead of text.");
 DEFINE_string(output_dir, "", "The folder to write outputs into (created when missing).");
+DEFINE_string(
+    set, "",
+    "Override a solver field, FIELD=VALUE in prototxt syntax; repeat the flag for "
+    "several. Nested fields with dots (train_state.level=1), repeated ones as a list "
+    "(stepvalue=1000,2000), element i as FIELD[i]; net.LAYER.PATH=VALUE sets a field "
+    "of every layer named LAYER in the solver's nets "
+    "(net.conv1.convolution_param.num_output=32, net.fc8.param.lr_mult=0 for all its "
+    "param blocks, net.fc8.param[1].lr_mult=0 for the bias only; see crema train --help).");
 DEFINE_string(backend, "lmdb", "The database backend: lmdb (leveldb where supported).");
 
 namespace crema::cli {
@@ -99,5 +109,9 @@ Phase PhaseFromFlag(Phase fallback) {
 }
 
 std::vector<std::string> StagesFromFlag() { return SplitList(FLAGS_stage); }
+
+std::vector<std::string> RepeatedFlagValues(const std::string& value) {
+  return SplitList(value, kRepeatedFlagSeparator);
+}
 
 }  // namespace crema::cli

@@ -23,6 +23,7 @@ DECLARE_int32(level);
 DECLARE_bool(json);
 DECLARE_string(output_dir);
 DECLARE_string(backend);
+DECLARE_string(set);
 
 namespace crema::cli {
 
@@ -36,6 +37,10 @@ Phase PhaseFromFlag(Phase fallback);
 // --stage a,b,c
 std::vector<std::string> StagesFromFlag();
 std::vector<std::string> SplitList(const std::string& text, char separator = ',');
+// Flags whose values may contain commas (--set, --grid) keep every repetition: crema.cpp joins
+// them with this separator, and RepeatedFlagValues splits them back.
+constexpr char kRepeatedFlagSeparator = '\n';
+std::vector<std::string> RepeatedFlagValues(const std::string& value);
 // ConfigError "--NAME is required" when the flag is empty.
 void RequireFlag(const char* name, const std::string& value);
 

@@ -4,12 +4,14 @@
 
 #include <csignal>
 #include <cstdio>
+#include <filesystem>
 #include <string>
 #include <vector>
 
 #include "crema/solver.hpp"
 #include "flags.hpp"
 #include "net/proto_io.hpp"
+#include "overrides.hpp"
 #include "verb.hpp"
 
 DEFINE_string(sigint_effect, "stop",
@@ -17,6 +19,9 @@ DEFINE_string(sigint_effect, "stop",
               "snapshot (write a snapshot and go on) or none.");
 DEFINE_string(sighup_effect, "snapshot",
               "What to do on SIGHUP: snapshot (write a snapshot and go on), stop or none.");
+DEFINE_bool(resume, false,
+            "Resume from the newest <snapshot_prefix>_iter_N.solverstate(.h5) (highest N), as "
+            "--snapshot auto; with none yet, say so and start from iteration 0.");
 
 namespace crema::cli {
 namespace {
@@ -84,6 +89,54 @@ class SignalHandler {
   struct sigaction old_sigint_ = {}, old_sighup_ = {};
 };
 
+// The snapshot state file of `prefix` with the highest iteration number, or "" when there is
+// none; on a tie the one in `format` wins.
+std::string NewestSolverState(const std::string& prefix, SolverParameter::SnapshotFormat format) {
+  namespace fs = std::filesystem;
+  const fs::path folder = fs::path(prefix).parent_path();
+  const std::string stem = fs::path(prefix).filename().string() + "_iter_";
+  std::error_code ec;
+  fs::directory_iterator it(folder.empty() ? fs::path(".") : folder, ec);
+  if (ec) return "";
+  std::string best;
+  long best_iter = -1;
+  bool best_in_format = false;
+  for (const fs::directory_entry& entry : it) {
+    const std::string name = entry.path().filename().string();
+    if (name.rfind(stem, 0) != 0) continue;
+    size_t end = stem.size();
+    while (end < name.size() && std::isdigit(static_cast<unsigned char>(name[end]))) ++end;
+    const std::string suffix = name.substr(end);
+    if (end == stem.size() || end - stem.size() > 9 ||
+        (suffix != ".solverstate" && suffix != ".solverstate.h5"))
+      continue;
+    const long iter = std::stol(name.substr(stem.size(), end - stem.size()));
+    const bool in_format = (suffix == ".solverstate.h5") == (format == SolverParameter::HDF5);
+    if (iter > best_iter || (iter == best_iter && in_format && !best_in_format)) {
+      best_iter = iter;
+      best_in_format = in_format;
+      best = (folder / name).string();
+    }
+  }
+  return best;
+}
+
+// Writes the solver as it runs (after --set, nets inlined when --set changed them) beside the
+// snapshots, so a run can be repeated exactly.
+void WriteEffectiveSolver(const SolverParameter& param) {
+  if (!param.has_snapshot_prefix()) return;
+  const std::string path = param.snapshot_prefix() + "_solver.prototxt";
+  try {
+    const std::filesystem::path folder = std::filesystem::path(path).parent_path();
+    std::error_code ec;
+    if (!folder.empty()) std::filesystem::create_directories(folder, ec);
+    WriteTextProto(param, path);
+    LOG(INFO) << "Wrote the effective solver to " << path;
+  } catch (const RuntimeError& e) {
+    LOG(WARNING) << "could not write the effective solver: " << e.what();
+  }
+}
+
 Device TrainDevice(const SolverParameter& param) {
   if (!FLAGS_gpu.empty()) return DeviceFromFlags();
   // Without --gpu, an explicit `solver_mode: GPU` (with device_id) chooses the device, as in
@@ -103,7 +156,10 @@ Device TrainDevice(const SolverParameter& param) {
 
 int RunTrain(const std::vector<std::string>& args) {
   RequireFlag("solver", FLAGS_solver);
-  if (!FLAGS_snapshot.empty() && !FLAGS_weights.empty())
+  const bool resume = FLAGS_resume || FLAGS_snapshot == "auto";
+  if (FLAGS_resume && !FLAGS_snapshot.empty() && FLAGS_snapshot != "auto")
+    CREMA_THROW_CONFIG("give --resume (the newest snapshot) or --snapshot FILE, not both");
+  if ((resume || !FLAGS_snapshot.empty()) && !FLAGS_weights.empty())
     CREMA_THROW_CONFIG("give --snapshot to resume training or --weights to fine-tune, not both");
   const Solver::Action sigint_effect = EffectFromFlag("sigint_effect", FLAGS_sigint_effect);
   const Solver::Action sighup_effect = EffectFromFlag("sighup_effect", FLAGS_sighup_effect);
@@ -112,15 +168,42 @@ int RunTrain(const std::vector<std::string>& args) {
   std::shared_ptr<ProtoSource> source = ReadSolverParamsFromTextFile(FLAGS_solver, &param);
   param.mutable_train_state()->set_level(FLAGS_level);
   for (const std::string& stage : StagesFromFlag()) param.mutable_train_state()->add_stage(stage);
+  const std::vector<Override> overrides = ParseOverrides(RepeatedFlagValues(FLAGS_set), "--set");
+  ApplySolverOverrides(overrides, &param);
+  // The nets are read relative to the cwd, as the solver does. Once inlined, errors inside an
+  // overridden net name its layer but no longer its file and line.
+  ApplyNetOverrides(overrides, "", &param);
+
+  std::string snapshot = resume ? "" : FLAGS_snapshot;
+  if (resume) {
+    if (!param.has_snapshot_prefix())
+      CREMA_THROW_CONFIG(FLAGS_solver, ": --resume needs snapshot_prefix in the solver");
+    snapshot = NewestSolverState(param.snapshot_prefix(), param.snapshot_format());
+    if (snapshot.empty()) {
+      LOG(INFO) << "--resume: no snapshot " << param.snapshot_prefix()
+                << "_iter_N.solverstate yet; starting from iteration 0";
+    } else {
+      LOG(INFO) << "--resume: the newest snapshot is " << snapshot;
+    }
+  }
+  if (!snapshot.empty() && !overrides.empty())
+    LOG(INFO) << "Resuming with --set: the .solverstate holds only the iteration, the "
+                 "learning-rate step and the update history; every other setting comes from "
+              << FLAGS_solver << " and --set";
 
   // Weights to start from: --weights, else the solver's `weights` fields; none when resuming.
   // They are copied here (into the train net and every test net, as Caffe's CopyLayers).
   std::vector<std::string> weights;
-  if (FLAGS_weights.empty() && FLAGS_snapshot.empty()) {
+  if (FLAGS_weights.empty() && snapshot.empty()) {
     for (const std::string& w : param.weights())
       for (const std::string& file : SplitList(w)) weights.push_back(file);
   } else {
     weights = SplitList(FLAGS_weights);
+  }
+  SolverParameter effective = param;
+  if (!FLAGS_weights.empty()) {
+    effective.clear_weights();
+    effective.add_weights(FLAGS_weights);
   }
   param.clear_weights();
 
@@ -129,6 +212,7 @@ int RunTrain(const std::vector<std::string>& args) {
   options.source = source;
   LOG(INFO) << "Using " << options.device.ToString();
   std::unique_ptr<Solver> solver = Solver::Create(param, options);
+  WriteEffectiveSolver(effective);
 
   for (const std::string& file : weights) {
     LOG(INFO) << "Fine-tuning from " << file;
@@ -139,9 +223,10 @@ int RunTrain(const std::vector<std::string>& args) {
   SignalHandler signals(sigint_effect, sighup_effect);
   solver->set_action_function([&signals] { return signals.GetAction(); });
 
-  if (!FLAGS_snapshot.empty()) {
-    LOG(INFO) << "Resuming from " << FLAGS_snapshot;
-    solver->Restore(FLAGS_snapshot);
+  if (!snapshot.empty()) {
+    LOG(INFO) << "Resuming from " << snapshot;
+    solver->Restore(snapshot);
+    LOG(INFO) << "Resumed at iteration " << solver->iter();
   }
   LOG(INFO) << "Starting Optimization";
   solver->Solve();
@@ -161,15 +246,37 @@ int RunTrain(const std::vector<std::string>& args) {
 }  // namespace
 }  // namespace crema::cli
 
-CREMA_REGISTER_VERB(train, "train", "train or fine-tune a net from a solver prototxt",
-                    "crema train --solver SOLVER.prototxt [--weights A.caffemodel[,B] | "
-                    "--snapshot S.solverstate] [--gpu ID] [--stage S] [--level L] "
-                    "[--sigint_effect stop|snapshot|none] [--sighup_effect stop|snapshot|none]\n\n"
-                    "Builds the solver's train and test nets, optionally copies weights into all "
-                    "of them (layers matched by name) or resumes from a .solverstate, and runs "
-                    "the solver to max_iter, snapshotting as the solver says. Ctrl-C stops after "
-                    "the current iteration and still writes the final snapshot. At the end the "
-                    "final test scores (after max_iter) are printed on stdout.",
-                    {"solver", "weights", "snapshot", "gpu", "math", "cudnn_workspace_mb", "deterministic", "stage", "level", "sigint_effect",
-                     "sighup_effect"},
-                    &crema::cli::RunTrain);
+CREMA_REGISTER_VERB(
+    train, "train", "train or fine-tune a net from a solver prototxt",
+    "crema train --solver SOLVER.prototxt [--weights A.caffemodel[,B] | --snapshot "
+    "S.solverstate | --resume] [--set FIELD=VALUE ...] [--gpu ID] [--stage S] [--level L] "
+    "[--sigint_effect stop|snapshot|none] [--sighup_effect stop|snapshot|none]\n\n"
+    "Builds the solver's train and test nets, optionally copies weights into all of them "
+    "(layers matched by name) or resumes from a .solverstate, and runs the solver to max_iter, "
+    "snapshotting as the solver says. Ctrl-C stops after the current iteration and still writes "
+    "the final snapshot. At the end the final test scores (after max_iter) are printed on "
+    "stdout.\n\n"
+    "--set FIELD=VALUE (repeatable) overrides a solver field without editing files:\n"
+    "  --set base_lr=0.01 --set lr_policy=multistep --set stepvalue=1000,2000\n"
+    "  --set train_state.level=1 --set test_state[0].stage=val --set solver_mode=CPU\n"
+    "  --set net.conv1.convolution_param.num_output=32 --set net.data.data_param.batch_size=32\n"
+    "  --set net.fc8.param.lr_mult=0 (every param block of fc8; param[1] for the bias only;\n"
+    "  a layer without param blocks gets one, which is its weights': add --set\n"
+    "  net.fc8.param[1].lr_mult=0 to freeze the bias too)\n"
+    "Dots go into messages; [i] picks element i of a repeated field (i == size appends); a\n"
+    "repeated message without [i] means all its elements (one is created if there is none); a\n"
+    "repeated scalar takes a comma-separated list, and its first --set replaces the file's list\n"
+    "while later ones append. net.LAYER.PATH sets PATH in every layer named LAYER of the\n"
+    "solver's nets (all phases); net.FIELD sets a NetParameter field. Nets given by file are\n"
+    "then carried inline (net_param, ...); paths inside them still resolve as before. Each\n"
+    "override is logged with its old and new value; an unknown field or a bad value is an error\n"
+    "(exit 2). The solver as run is written to <snapshot_prefix>_solver.prototxt.\n\n"
+    "--resume (or --snapshot auto) continues from the newest <snapshot_prefix>_iter_N"
+    ".solverstate(.h5) (highest N); when there is none it says so and starts from iteration 0, "
+    "so the same command line starts and restarts a job. A .solverstate holds only the "
+    "iteration, the learning-rate step and the update history: the schedule (max_iter, "
+    "base_lr, stepvalue, ...) comes from the solver file plus --set, so --set max_iter=N "
+    "extends a finished run.",
+    {"solver", "weights", "snapshot", "resume", "set", "gpu", "math", "cudnn_workspace_mb",
+     "deterministic", "stage", "level", "sigint_effect", "sighup_effect"},
+    &crema::cli::RunTrain);

@@ -72,20 +72,6 @@ size_t EditDistance(const std::string& a, const std::string& b) {
   return row[b.size()];
 }
 
-// The closest candidate within a distance that still looks like a typo, or "".
-std::string ClosestName(const std::string& name, const std::set<std::string>& candidates) {
-  std::string best;
-  size_t best_distance = std::max<size_t>(2, name.size() / 3) + 1;
-  for (const std::string& candidate : candidates) {
-    const size_t distance = EditDistance(name, candidate);
-    if (distance < best_distance) {
-      best_distance = distance;
-      best = candidate;
-    }
-  }
-  return best;
-}
-
 void CollectMessages(const pb::Descriptor* descriptor, std::set<const pb::Descriptor*>* seen) {
   if (descriptor == nullptr || !seen->insert(descriptor).second) return;
   for (int i = 0; i < descriptor->field_count(); ++i) {
@@ -161,7 +147,13 @@ class FirstErrorCollector : public pb::io::ErrorCollector {
   }
   void AddWarning(int line, pb::io::ColumnNumber column, const std::string& message) override {
     warnings_.push_back(StrCat(line + 1, ":", column + 1, ": ", message));
+    raw_warnings_.push_back({line, column, message});
   }
+  struct Raw {
+    int line, column;
+    std::string message;
+  };
+  const std::vector<Raw>& raw_warnings() const { return raw_warnings_; }
 
   bool has_error() const { return has_error_; }
   int line() const { return line_; }
@@ -175,6 +167,7 @@ class FirstErrorCollector : public pb::io::ErrorCollector {
   int column_ = -1;
   std::string message_;
   std::vector<std::string> warnings_;
+  std::vector<Raw> raw_warnings_;
 };
 
 // Protobuf's tokenizer counts columns from 0 with tabs advancing to the next multiple of 8;
@@ -248,6 +241,19 @@ std::string Format(const std::string& path, const pb::TextFormat::ParseLocation&
 
 }  // namespace
 
+std::string ClosestName(const std::string& name, const std::set<std::string>& candidates) {
+  std::string best;
+  size_t best_distance = std::max<size_t>(2, name.size() / 3) + 1;
+  for (const std::string& candidate : candidates) {
+    const size_t distance = EditDistance(name, candidate);
+    if (distance < best_distance) {
+      best_distance = distance;
+      best = candidate;
+    }
+  }
+  return best;
+}
+
 std::string ProtoSource::Locate(const pb::Message& root, const std::string& field_path) const {
   std::vector<PathPart> parts;
   if (tree_ == nullptr || !SplitFieldPath(field_path, &parts)) return path_;
@@ -305,6 +311,25 @@ std::string ProtoSource::Locate(const pb::Message& root, const std::string& fiel
   return Located(best) ? Format(path_, best) : path_;
 }
 
+namespace {
+
+// "name:line:col: explained message" for one parser error or warning (0-based position).
+std::string Problem(const std::string& text, const std::string& name, int line, int column,
+                    const std::string& message, const pb::Message& root) {
+  const std::string explained = Explain(message, root.GetDescriptor());
+  if (line < 0) return StrCat(name, ": ", explained);
+  // Protobuf points past an unknown name (at the token after it); point at the name instead.
+  std::string culprit = QuotedAfter(message, "has no field named \"");
+  if (culprit.empty()) culprit = QuotedAfter(message, "Unknown enumeration value of \"");
+  if (!culprit.empty()) {
+    const size_t found = text.rfind(culprit, OffsetOf(text, line, column));
+    if (found != std::string::npos) PositionOf(text, found, &line, &column);
+  }
+  return StrCat(name, ":", line + 1, ":", column + 1, ": ", explained);
+}
+
+}  // namespace
+
 std::shared_ptr<ProtoSource> ParseTextProto(const std::string& text, const std::string& name,
                                             pb::Message* message) {
   auto tree = std::make_unique<pb::TextFormat::ParseInfoTree>();
@@ -315,20 +340,41 @@ std::shared_ptr<ProtoSource> ParseTextProto(const std::string& text, const std::
   const bool ok = parser.ParseFromString(text, message);
   for (const std::string& warning : errors.warnings()) LOG(WARNING) << name << ":" << warning;
   if (!ok || errors.has_error()) {
-    const std::string explained = Explain(errors.message(), message->GetDescriptor());
     if (!errors.has_error()) {
       CREMA_THROW_CONFIG(name, ": not a valid ", message->GetDescriptor()->name());
     }
-    if (errors.line() < 0) CREMA_THROW_CONFIG(name, ": ", explained);
-    int line = errors.line(), column = errors.column();
-    // Protobuf points past an unknown name (at the token after it); point at the name instead.
-    std::string culprit = QuotedAfter(errors.message(), "has no field named \"");
-    if (culprit.empty()) culprit = QuotedAfter(errors.message(), "Unknown enumeration value of \"");
-    if (!culprit.empty()) {
-      const size_t found = text.rfind(culprit, OffsetOf(text, line, column));
-      if (found != std::string::npos) PositionOf(text, found, &line, &column);
+    CREMA_THROW_CONFIG(
+        Problem(text, name, errors.line(), errors.column(), errors.message(), *message));
+  }
+  return std::make_shared<ProtoSource>(name, std::move(tree));
+}
+
+std::shared_ptr<ProtoSource> ParseTextProtoCollecting(const std::string& text,
+                                                      const std::string& name, pb::Message* message,
+                                                      std::vector<std::string>* problems,
+                                                      bool* syntax_ok) {
+  auto tree = std::make_unique<pb::TextFormat::ParseInfoTree>();
+  FirstErrorCollector errors;
+  pb::TextFormat::Parser parser;
+  parser.RecordErrorsTo(&errors);
+  parser.WriteLocationsTo(tree.get());
+  parser.AllowUnknownField(true);  // reported as warnings, so every one of them is seen
+  parser.AllowPartialMessage(true);
+  *syntax_ok = parser.ParseFromString(text, message) && !errors.has_error();
+  for (const auto& warning : errors.raw_warnings()) {
+    if (QuotedAfter(warning.message, "has no field named \"").empty()) {
+      LOG(WARNING) << name << ":" << warning.line + 1 << ":" << warning.column + 1 << ": "
+                   << warning.message;
+      continue;
     }
-    CREMA_THROW_CONFIG(name, ":", line + 1, ":", column + 1, ": ", explained);
+    problems->push_back(
+        Problem(text, name, warning.line, warning.column, warning.message, *message));
+  }
+  if (!*syntax_ok) {
+    problems->push_back(
+        errors.has_error()
+            ? Problem(text, name, errors.line(), errors.column(), errors.message(), *message)
+            : StrCat(name, ": not a valid ", message->GetDescriptor()->name()));
   }
   return std::make_shared<ProtoSource>(name, std::move(tree));
 }

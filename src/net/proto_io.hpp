@@ -4,7 +4,9 @@
 #include <google/protobuf/text_format.h>
 
 #include <memory>
+#include <set>
 #include <string>
+#include <vector>
 
 #include "crema/proto.hpp"
 
@@ -32,6 +34,17 @@ std::shared_ptr<ProtoSource> ReadTextProto(const std::string& path,
 // Parses text already in memory; `name` is used in error messages.
 std::shared_ptr<ProtoSource> ParseTextProto(const std::string& text, const std::string& name,
                                             google::protobuf::Message* message);
+// Like ParseTextProto, but collects problems instead of throwing at the first: every unknown field
+// (skipped, each "name:line:col: unknown field ...; did you mean ...") and the first syntax error
+// (after which parsing stops; `*syntax_ok` is then false). The source is returned either way.
+std::shared_ptr<ProtoSource> ParseTextProtoCollecting(const std::string& text,
+                                                      const std::string& name,
+                                                      google::protobuf::Message* message,
+                                                      std::vector<std::string>* problems,
+                                                      bool* syntax_ok);
+// The closest of `candidates` to `name` when it looks like a typo of it (edit distance at most
+// about a third of its length), else "".
+std::string ClosestName(const std::string& name, const std::set<std::string>& candidates);
 void ReadBinaryProto(const std::string& path, google::protobuf::Message* message);
 // Written atomically: to a temporary name beside `path`, fsync, rename.
 void WriteBinaryProto(const google::protobuf::Message& message, const std::string& path);
