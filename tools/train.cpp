@@ -1,6 +1,7 @@
 // crema train: trains (or fine-tunes, or resumes) a net from a solver prototxt, as Caffe's
 // `caffe train`.
 #include <glog/logging.h>
+#include <unistd.h>
 
 #include <csignal>
 #include <cstdio>
@@ -19,6 +20,9 @@ DEFINE_string(sigint_effect, "stop",
               "snapshot (write a snapshot and go on) or none.");
 DEFINE_string(sighup_effect, "snapshot",
               "What to do on SIGHUP: snapshot (write a snapshot and go on), stop or none.");
+DEFINE_string(progress, "auto",
+              "auto: a live progress line (iteration, smoothed loss, lr, it/s, ETA) instead of "
+              "the INFO log when stdout is a terminal and no --log_dir is set; on; off.");
 DEFINE_bool(resume, false,
             "Resume from the newest <snapshot_prefix>_iter_N.solverstate(.h5) (highest N), as "
             "--snapshot auto; with none yet, say so and start from iteration 0.");
@@ -210,6 +214,13 @@ int RunTrain(const std::vector<std::string>& args) {
   SolverOptions options;
   options.device = TrainDevice(param);
   options.source = source;
+  if (FLAGS_progress != "auto" && FLAGS_progress != "on" && FLAGS_progress != "off")
+    CREMA_THROW_CONFIG("--progress must be auto, on or off, got \"", FLAGS_progress, "\"");
+  options.progress = FLAGS_progress == "on" ||
+                     (FLAGS_progress == "auto" && isatty(STDOUT_FILENO) && FLAGS_log_dir.empty());
+  // The progress line replaces the INFO log on the terminal (warnings and errors still show);
+  // the numbers are in <snapshot_prefix>_metrics.jsonl.
+  if (options.progress && FLAGS_log_dir.empty()) FLAGS_minloglevel = google::GLOG_WARNING;
   LOG(INFO) << "Using " << options.device.ToString();
   std::unique_ptr<Solver> solver = Solver::Create(param, options);
   WriteEffectiveSolver(effective);
@@ -276,7 +287,11 @@ CREMA_REGISTER_VERB(
     "so the same command line starts and restarts a job. A .solverstate holds only the "
     "iteration, the learning-rate step and the update history: the schedule (max_iter, "
     "base_lr, stepvalue, ...) comes from the solver file plus --set, so --set max_iter=N "
-    "extends a finished run.",
+    "extends a finished run.\n\n"
+    "Beside the snapshots: <snapshot_prefix>_metrics.jsonl (JSON lines: every iteration's lr, "
+    "loss and outputs, every test's scores) and TensorBoard events in "
+    "<snapshot_prefix>_tensorboard/. On a terminal (--progress auto) a live progress line "
+    "replaces the INFO log.",
     {"solver", "weights", "snapshot", "resume", "set", "gpu", "math", "cudnn_workspace_mb",
-     "deterministic", "stage", "level", "sigint_effect", "sighup_effect"},
+     "deterministic", "stage", "level", "sigint_effect", "sighup_effect", "progress"},
     &crema::cli::RunTrain);

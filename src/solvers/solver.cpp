@@ -553,7 +553,11 @@ void Solver::Step(int iters) {
     if (requested_early_exit_) break;
   }
   if (log_) log_->Flush();
-  if (progress_) progress_->Finish();
+  if (progress_) {
+    progress_->Update(iter_, param_.max_iter(), smoothed_loss_, GetLearningRate(), iters_per_second,
+                      /*force=*/true);
+    progress_->Finish();
+  }
 }
 
 void Solver::Solve(const std::string& resume_file) {
