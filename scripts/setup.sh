@@ -12,6 +12,7 @@ pkgs=(
   libopencv-core-dev libopencv-imgproc-dev libopencv-imgcodecs-dev
   libhdf5-dev
   libgtest-dev libgmock-dev
+  libcurl4-openssl-dev libssl-dev
   dataset-fashion-mnist
 )
 
