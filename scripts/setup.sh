@@ -27,9 +27,17 @@ install_tensorboard() {
   python3 -m pip install -q --disable-pip-version-check tensorboard >/dev/null 2>&1 ||
     echo "setup: could not install Python's tensorboard package; its reader test will skip"
 }
+# onnx and onnxruntime, for the tests that check crema's ONNX export with onnx.checker and run it
+# with onnxruntime (they skip without them); failure is not fatal.
+install_onnx() {
+  python3 -c 'import onnx, onnxruntime' 2>/dev/null && return 0
+  python3 -m pip install -q --disable-pip-version-check onnx onnxruntime >/dev/null 2>&1 ||
+    echo "setup: could not install Python's onnx/onnxruntime packages; the ONNX runtime tests will skip"
+}
 
 if [ ${#missing[@]} -eq 0 ]; then
   install_tensorboard
+  install_onnx
   echo "setup: all ${#pkgs[@]} packages present"
   exit 0
 fi
@@ -40,4 +48,5 @@ export DEBIAN_FRONTEND=noninteractive
 $SUDO apt-get update -qq
 $SUDO apt-get install -y -qq --no-install-recommends "${missing[@]}" >/dev/null
 install_tensorboard
+install_onnx
 echo "setup: done"

@@ -22,6 +22,7 @@ DECLARE_string(stage);
 DECLARE_int32(level);
 DECLARE_bool(json);
 DECLARE_string(output_dir);
+DECLARE_string(out);
 DECLARE_string(backend);
 DECLARE_string(set);
 
