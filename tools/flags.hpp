@@ -24,6 +24,7 @@ DECLARE_bool(json);
 DECLARE_string(output_dir);
 DECLARE_string(backend);
 DECLARE_string(set);
+DECLARE_string(out);
 
 namespace crema::cli {
 
