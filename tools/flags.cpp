@@ -41,9 +41,9 @@ DEFINE_string(
     "(net.conv1.convolution_param.num_output=32, net.fc8.param.lr_mult=0 for all its "
     "param blocks, net.fc8.param[1].lr_mult=0 for the bias only; see crema train --help).");
 DEFINE_string(out, "",
-              "Where the verb writes: sweep: the sweep folder (one sub-folder per run, "
-              "results.tsv and results.md; default <snapshot_prefix folder>/sweep, or sweep/); "
-              "export-onnx: the .onnx file.");
+              "Where the result goes. sweep: the sweep folder, one sub-folder per run, "
+              "results.tsv and results.md (default: <snapshot_prefix folder>/sweep, or "
+              "sweep/). plot: the image, .svg or .png. export-onnx: the .onnx file.");
 DEFINE_string(backend, "lmdb", "The database backend: lmdb (leveldb where supported).");
 
 namespace crema::cli {

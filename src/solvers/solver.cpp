@@ -749,6 +749,13 @@ std::string Solver::SnapshotFilename(const std::string& extension) const {
 
 std::string Solver::Snapshot() {
   std::string model_filename;
+  if (snapshot_best_) {
+    // The _best pair is overwritten in place: the old state goes first, so a crash between the
+    // two writes leaves a model without a state, never a state that names the newer model.
+    std::error_code ec;
+    const bool hdf5 = param_.snapshot_format() == SolverParameter::HDF5;
+    fs::remove(SnapshotFilename(hdf5 ? ".solverstate.h5" : ".solverstate"), ec);
+  }
   if (param_.snapshot_format() == SolverParameter::HDF5) {
     model_filename = SnapshotFilename(".caffemodel.h5");
     LOG(INFO) << "Snapshotting to HDF5 file " << model_filename;

@@ -48,11 +48,19 @@ std::string JsonObject(const Scores& scores) {
 }  // namespace
 
 void TruncateMetrics(const std::string& path, int first_iter) {
-  std::ifstream in(path);
+  std::ifstream in(path, std::ios::binary);
   if (!in) return;
-  std::string kept, line;
+  std::ostringstream buffer;
+  buffer << in.rdbuf();
+  const std::string text = buffer.str();
+  std::string kept;
   const std::string key = "{\"iter\": ";
-  while (std::getline(in, line)) {
+  // Whole lines only: a run killed while writing a record leaves it without its newline (and
+  // perhaps with a shorter "iter"), which must not stay in the middle of the resumed file.
+  size_t start = 0;
+  for (size_t end = text.find('\n'); end != std::string::npos;
+       start = end + 1, end = text.find('\n', start)) {
+    const std::string line = text.substr(start, end - start);
     if (line.compare(0, key.size(), key) == 0 && std::atol(line.c_str() + key.size()) >= first_iter)
       continue;
     kept += line + "\n";
@@ -71,6 +79,10 @@ TrainingLog::TrainingLog(const std::string& metrics_path, const std::string& ten
     }
     metrics_ = std::fopen(metrics_path.c_str(), "a");
     if (!metrics_) CREMA_THROW_RUNTIME("cannot write the metrics file ", metrics_path);
+    // Line-buffered: each record reaches the file whole, as it is written, so a run killed after
+    // a snapshot has every record before the snapshot's iteration (a resume keeps exactly
+    // those), and a reader watching the file sees each iteration.
+    std::setvbuf(metrics_, nullptr, _IOLBF, 1 << 16);
     LOG(INFO) << "Metrics: " << metrics_path;
   }
   if (!tensorboard_dir.empty()) {
