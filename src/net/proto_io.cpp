@@ -404,6 +404,25 @@ void ReadBinaryProto(const std::string& path, pb::Message* message) {
   }
 }
 
+namespace {
+
+// Renames a written and fsynced temporary onto `path`, then makes the rename itself durable
+// (failure of that last fsync is not worth an error).
+void RenameIntoPlace(const std::string& temp, const std::string& path, const std::string& folder) {
+  if (::rename(temp.c_str(), path.c_str()) != 0) {
+    const int error = errno;
+    ::unlink(temp.c_str());
+    CREMA_THROW_RUNTIME("cannot write ", path, ": ", ErrnoText(error));
+  }
+  const int dir = ::open(folder.c_str(), O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+  if (dir >= 0) {
+    ::fsync(dir);
+    ::close(dir);
+  }
+}
+
+}  // namespace
+
 void WriteFileAtomically(const std::string& path, const std::string& contents) {
   // The temporary sits beside the target so rename() stays within one file system.
   const size_t slash = path.rfind('/');
@@ -438,17 +457,20 @@ void WriteFileAtomically(const std::string& path, const std::string& contents) {
     ::unlink(temp.c_str());
     CREMA_THROW_RUNTIME("cannot write ", path, ": ", ErrnoText(error));
   }
-  if (::rename(temp.c_str(), path.c_str()) != 0) {
+  RenameIntoPlace(temp, path, folder);
+}
+
+void CommitFileAtomically(const std::string& temp, const std::string& path) {
+  const int fd = ::open(temp.c_str(), O_RDONLY | O_CLOEXEC);
+  if (fd < 0 || ::fsync(fd) != 0) {
     const int error = errno;
+    if (fd >= 0) ::close(fd);
     ::unlink(temp.c_str());
     CREMA_THROW_RUNTIME("cannot write ", path, ": ", ErrnoText(error));
   }
-  // Make the rename itself durable; failure here is not worth an error.
-  const int dir = ::open(folder.c_str(), O_RDONLY | O_DIRECTORY | O_CLOEXEC);
-  if (dir >= 0) {
-    ::fsync(dir);
-    ::close(dir);
-  }
+  ::close(fd);
+  const size_t slash = path.rfind('/');
+  RenameIntoPlace(temp, path, slash == std::string::npos ? "." : path.substr(0, slash));
 }
 
 void WriteBinaryProto(const pb::Message& message, const std::string& path) {

@@ -60,5 +60,8 @@ std::shared_ptr<ProtoSource> ReadSolverParamsFromTextFile(const std::string& pat
 
 // Writes a file atomically: `write` fills a temporary path, which is then fsynced and renamed.
 void WriteFileAtomically(const std::string& path, const std::string& contents);
+// Finishes an atomic write that a library made to `temp` (beside `path`): fsyncs it and renames
+// it onto `path`; the temporary is removed on failure.
+void CommitFileAtomically(const std::string& temp, const std::string& path);
 
 }  // namespace crema

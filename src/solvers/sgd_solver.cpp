@@ -194,9 +194,7 @@ void SGDSolver::SnapshotSolverState(const std::string& model_filename) {
       history = Hdf5Handle();
       file.Close();
     }
-    std::error_code ec;
-    fs::rename(temp, filename, ec);
-    if (ec) CREMA_THROW_RUNTIME("cannot rename ", temp, " to ", filename, ": ", ec.message());
+    CommitFileAtomically(temp, filename);
     return;
   }
   SolverState state;

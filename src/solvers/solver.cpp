@@ -762,9 +762,7 @@ std::string Solver::Snapshot() {
     // Written beside and renamed, so a crash never leaves a truncated snapshot behind.
     const std::string temp = model_filename + ".tmp";
     net_->ToHDF5(temp, param_.snapshot_diff());
-    std::error_code ec;
-    fs::rename(temp, model_filename, ec);
-    if (ec) CREMA_THROW_RUNTIME("cannot rename ", temp, " to ", model_filename, ": ", ec.message());
+    CommitFileAtomically(temp, model_filename);
   } else {
     model_filename = SnapshotFilename(".caffemodel");
     LOG(INFO) << "Snapshotting to binary proto file " << model_filename;
