@@ -11,6 +11,7 @@
 
 #include "crema/solver.hpp"
 #include "flags.hpp"
+#include "io/prefetch_pool.hpp"
 #include "net/proto_io.hpp"
 #include "overrides.hpp"
 #include "verb.hpp"
@@ -240,8 +241,13 @@ int RunTrain(const std::vector<std::string>& args) {
     LOG(INFO) << "Resumed at iteration " << solver->iter();
   }
   LOG(INFO) << "Starting Optimization";
+  const PrefetchWait wait_before = TotalPrefetchWait();
   solver->Solve();
   LOG(INFO) << "Optimization Done.";
+  // Time the data layers' Forward (train and test nets) waited for their prefetch threads.
+  const PrefetchWait wait = TotalPrefetchWait();
+  LOG(INFO) << "Waited for data: " << wait.ms - wait_before.ms << " ms over "
+            << wait.batches - wait_before.batches << " batches";
 
   if (!signals.stop_requested() && !solver->test_nets().empty()) {
     // Solve() tests after the last iteration when test_interval divides it; otherwise test now.
