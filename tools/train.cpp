@@ -21,9 +21,6 @@ DEFINE_string(sigint_effect, "stop",
               "snapshot (write a snapshot and go on) or none.");
 DEFINE_string(sighup_effect, "snapshot",
               "What to do on SIGHUP: snapshot (write a snapshot and go on), stop or none.");
-DEFINE_string(progress, "auto",
-              "auto: a live progress line (iteration, smoothed loss, lr, it/s, ETA) instead of "
-              "the INFO log when stdout is a terminal and no --log_dir is set; on; off.");
 DEFINE_bool(resume, false,
             "Resume from the newest <snapshot_prefix>_iter_N.solverstate(.h5) (highest N), as "
             "--snapshot auto; with none yet, say so and start from iteration 0.");
@@ -215,10 +212,7 @@ int RunTrain(const std::vector<std::string>& args) {
   SolverOptions options;
   options.device = TrainDevice(param);
   options.source = source;
-  if (FLAGS_progress != "auto" && FLAGS_progress != "on" && FLAGS_progress != "off")
-    CREMA_THROW_CONFIG("--progress must be auto, on or off, got \"", FLAGS_progress, "\"");
-  options.progress = FLAGS_progress == "on" ||
-                     (FLAGS_progress == "auto" && isatty(STDOUT_FILENO) && FLAGS_log_dir.empty());
+  options.progress = LiveProgress() && (FLAGS_progress == "on" || FLAGS_log_dir.empty());
   // The progress line replaces the INFO log on the terminal (warnings and errors still show);
   // the numbers are in <snapshot_prefix>_metrics.jsonl.
   if (options.progress && FLAGS_log_dir.empty()) FLAGS_minloglevel = google::GLOG_WARNING;
