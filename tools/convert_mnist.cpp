@@ -27,6 +27,7 @@ int RunConvertMnist(const std::vector<std::string>& args) {
     report = [&progress](int64_t done, int64_t total) {
       if (!progress) progress = std::make_unique<ConvertProgress>(total, "images");
       progress->Update(done);
+      if (done == total) progress->Finish();  // before ConvertMnist's closing log line
     };
   const int64_t count = ConvertMnist(args[0], args[1], args[2], backend, report);
   if (progress) progress->Finish();

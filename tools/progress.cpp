@@ -21,7 +21,8 @@ void ConvertProgress::Update(int64_t done) {
 void ConvertProgress::Draw(bool force) {
   const double seconds =
       std::chrono::duration<double>(std::chrono::steady_clock::now() - start_).count();
-  const double rate = seconds > 0 ? static_cast<double>(done_) / seconds : 0;
+  // No rate (nor ETA) over the first moments, when it would mean little.
+  const double rate = seconds > 0.2 ? static_cast<double>(done_) / seconds : 0;
   line_->Show(ProgressLine::FormatCount(done_, total_, unit_, rate, 24), force);
 }
 
