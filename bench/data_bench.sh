@@ -94,7 +94,8 @@ crema_ips() {  # $1: decode_threads; prints images/s of the training iterations
 }
 torch_ips() {
   "$python" bench/torch_data.py "$work/jpeg256_lmdb" --batch 64 --crop 227 --mean "$mean" \
-    --workers 2 --batches "$batches" 2>"$work/torch.log" | sed -n 's/.*images_per_s=\([0-9.]*\).*/\1/p'
+    --workers 2 --batches "$batches" 2>"$work/torch.log" |
+    sed -n 's/.*images_per_s=\([0-9.]*\).*/\1/p'
 }
 data_net 0 >"$work/auto.prototxt"
 GLOG_minloglevel=0 "$crema" time --model "$work/auto.prototxt" --iterations 1 >/dev/null \
@@ -107,7 +108,10 @@ printf "%-44s %12s %8s\n" "loader" "images/s" "vs torch"
 t_ips=$(torch_ips)
 c0_ips=$(crema_ips 0)
 c2_ips=$(crema_ips 2)
-ratio() { "$python" -c "import sys; a, b = sys.argv[1:]; print(f'{float(a) / float(b):.2f}x' if a and b else 'n/a')" "$1" "$2"; }
+ratio() {  # $1 / $2 as "1.23x", or n/a
+  "$python" -c "import sys; a, b = sys.argv[1:]; print(f'{float(a) / float(b):.2f}x' if a and b else 'n/a')" \
+    "$1" "$2"
+}
 printf "%-44s %12s %8s\n" "pytorch DataLoader, num_workers 2" "${t_ips:-error}" "1.00x"
 printf "%-44s %12s %8s\n" "crema Data, decode_threads 0 (auto: ${auto_threads:-?})" \
   "${c0_ips:-error}" "$(ratio "$c0_ips" "$t_ips")"
@@ -118,7 +122,8 @@ printf "%-44s %12s %8s\n" "crema Data, decode_threads 2" "${c2_ips:-error}" \
 
 # ---- does training wait for data? ----
 echo
-echo "Training on the CPU: time the Data layers waited for the prefetch thread ($batches iterations)"
+echo "Training on the CPU: time the Data layers waited for the prefetch thread" \
+  "($batches iterations)"
 fmnist="$shared/bvlc/fmnist_small/train_lmdb"
 [ -d "$fmnist" ] || fmnist="$root/data/fashion_mnist/fashion_mnist_train_lmdb"
 if [ -d "$fmnist" ]; then
@@ -145,7 +150,8 @@ for net in "${nets[@]}"; do
   out=$("$crema" time --model "$work/$net.prototxt" --iterations "$batches" 2>"$work/$net.log")
   iter_ms=$(sed -n 's/^Average training iteration[^:]*: \([0-9.]*\) ms.*/\1/p' <<<"$out")
   batch=$(sed -n 's/.*(batch \([0-9]*\)).*/\1/p' <<<"$out")
-  waited=$(sed -n 's/^Data layers waited for data: \([0-9.]*\) ms over \([0-9]*\) batches (\([0-9.]*%\).*/\1 \2 \3/p' <<<"$out")
+  waited=$(sed -n 's/^Data layers waited for data: \([0-9.]*\) ms over \([0-9]*\) batches (\([0-9.]*%\).*/\1 \2 \3/p' \
+    <<<"$out")
   read -r w_ms w_batches w_share <<<"$waited"
   printf "%-14s %10s %12s %16s %10s\n" "$net" "${batch:-?}" "${iter_ms:-error}" \
     "${w_ms:-?} / ${w_batches:-?} b" "${w_share:-?}"
