@@ -20,6 +20,7 @@
 #include "crema/proto.hpp"
 #include "flags.hpp"
 #include "io/db.hpp"
+#include "progress.hpp"
 #include "staging.hpp"
 #include "verb.hpp"
 
@@ -65,10 +66,11 @@ void CheckBatchSize(const std::string& path) {
                         " bytes (is it a CIFAR-100 or a python-version file?)");
 }
 
-// Appends the 10000 records of one batch file to `txn`, keys counting from `first_key`.
-// `shown` is the DB's final path, for the progress line.
+// Appends the 10000 records of one batch file to `txn`, keys counting from `first_key`, which
+// is also the count `progress` continues from. `shown` is the DB's final path, for the line
+// printed at the end of the batch.
 void ConvertBatch(const std::string& path, int first_key, const std::string& shown,
-                  db::Transaction* txn) {
+                  db::Transaction* txn, ConvertProgress* progress) {
   std::ifstream in(path, std::ios::binary);
   if (!in) CREMA_THROW_RUNTIME("cannot open the CIFAR-10 batch '", path, "'");
   Datum datum;
@@ -93,10 +95,10 @@ void ConvertBatch(const std::string& path, int first_key, const std::string& sho
     std::snprintf(key, sizeof(key), "%05d", first_key + item);  // Caffe's format_int(i, 5)
     txn->Put(key, value);
     if ((item + 1) % 1000 == 0) txn->Commit();
+    progress->Update(first_key + item + 1);
   }
   txn->Commit();
-  std::printf("  %s: %d records -> %s\n", path.c_str(), kRecordsPerBatch, shown.c_str());
-  std::fflush(stdout);
+  progress->Message(StrCat("  ", path, ": ", kRecordsPerBatch, " records -> ", shown));
 }
 
 int RunConvertCifar10(const std::vector<std::string>& args) {
@@ -121,15 +123,20 @@ int RunConvertCifar10(const std::vector<std::string>& args) {
   {
     auto db = db::OpenDB(backend, out.Path(train_name), db::Mode::kNew);
     auto txn = db->NewTransaction();
+    ConvertProgress progress(kTrainBatches * kRecordsPerBatch, "images");
     for (int b = 0; b < kTrainBatches; ++b)
-      ConvertBatch(batches[b], b * kRecordsPerBatch, out.FinalPath(train_name), txn.get());
+      ConvertBatch(batches[b], b * kRecordsPerBatch, out.FinalPath(train_name), txn.get(),
+                   &progress);
+    progress.Finish();
   }
   std::printf("writing %d test records\n", kRecordsPerBatch);
   std::fflush(stdout);
   {
     auto db = db::OpenDB(backend, out.Path(test_name), db::Mode::kNew);
     auto txn = db->NewTransaction();
-    ConvertBatch(batches[kTrainBatches], 0, out.FinalPath(test_name), txn.get());
+    ConvertProgress progress(kRecordsPerBatch, "images");
+    ConvertBatch(batches[kTrainBatches], 0, out.FinalPath(test_name), txn.get(), &progress);
+    progress.Finish();
   }
   out.Commit();
   std::printf("wrote %d records to %s and %d records to %s (%s)\n",
@@ -153,4 +160,4 @@ CREMA_REGISTER_VERB(
     "  OUTPUT_FOLDER is created when missing; the DBs must not exist. Nothing is left under\n"
     "  their names when a batch is missing, truncated or holds a label above 9.\n"
     "  data/cifar10/get_cifar10.sh runs it and compute-image-mean on the tarball.",
-    {"backend"}, &crema::cli::RunConvertCifar10);
+    {"backend", "progress"}, &crema::cli::RunConvertCifar10);

@@ -24,6 +24,7 @@
 #include "crema/proto.hpp"
 #include "flags.hpp"
 #include "io/db.hpp"
+#include "progress.hpp"
 #include "verb.hpp"
 
 #ifdef CREMA_WITH_OPENCV
@@ -196,17 +197,19 @@ int RunConvertImageset(const std::vector<std::string>& args) {
   auto txn = db->NewTransaction();
   Datum datum;
   int64_t count = 0, skipped = 0, data_size = -1;
+  // On a terminal a live count replaces the "processed N files" lines.
+  ConvertProgress progress(static_cast<int64_t>(lines.size()), "images");
   for (size_t line_id = 0; line_id < lines.size(); ++line_id) {
+    progress.Update(static_cast<int64_t>(line_id));
     const std::string& name = lines[line_id].first;
     const std::string path = root_folder + name;
     std::string encoding = FLAGS_encode_type;
     if (encoded && encoding.empty()) {
       encoding = Extension(name);
       if (encoding.empty()) {
-        std::fprintf(stderr,
-                     "warning: skipping '%s': cannot guess its encoding from the name (give "
-                     "--encode_type)\n",
-                     path.c_str());
+        progress.Message(StrCat("warning: skipping '", path,
+                                "': cannot guess its encoding from the name (give --encode_type)"),
+                         stderr);
         ++skipped;
         continue;
       }
@@ -214,8 +217,9 @@ int RunConvertImageset(const std::vector<std::string>& args) {
     std::string why;
     if (!ReadImageToDatum(path, lines[line_id].second, height, width, is_color, encoding, &datum,
                           &why)) {
-      std::fprintf(stderr, "warning: skipping '%s' (line %zu of the list as read): %s\n",
-                   path.c_str(), line_id + 1, why.c_str());
+      progress.Message(StrCat("warning: skipping '", path, "' (line ", line_id + 1,
+                              " of the list as read): ", why),
+                       stderr);
       ++skipped;
       continue;
     }
@@ -234,11 +238,15 @@ int RunConvertImageset(const std::vector<std::string>& args) {
     txn->Put(std::string(key) + "_" + name, datum.SerializeAsString());
     if (++count % 1000 == 0) {
       txn->Commit();
-      std::printf("processed %lld files\n", static_cast<long long>(count));
-      std::fflush(stdout);
+      if (!progress.live()) {
+        std::printf("processed %lld files\n", static_cast<long long>(count));
+        std::fflush(stdout);
+      }
     }
   }
   if (count % 1000 != 0) txn->Commit();
+  progress.Update(static_cast<int64_t>(lines.size()));
+  progress.Finish();
   std::printf("wrote %lld records to %s (%s)", static_cast<long long>(count), args[2].c_str(),
               db::BackendName(backend));
   if (skipped > 0)
@@ -259,7 +267,8 @@ CREMA_REGISTER_VERB(
     "  LISTFILE: one \"path label\" per line (e.g. cat/1.jpg 3); ROOTFOLDER is prepended to each\n"
     "  path (end it with '/'). DB_NAME: the folder to create (must not exist). Records are\n"
     "  Caffe's: key \"%08d_path\" (line index), a Datum of raw C x H x W uint8 BGR pixels, or the\n"
-    "  encoded image with --encoded. Unreadable images are reported and skipped.",
+    "  encoded image with --encoded. Unreadable images are reported and skipped. On a terminal\n"
+    "  (--progress auto) a live line shows the count, images/s and ETA.",
     {"backend", "gray", "shuffle", "resize_width", "resize_height", "check_size", "encoded",
-     "encode_type"},
+     "encode_type", "progress"},
     &crema::cli::RunConvertImageset);

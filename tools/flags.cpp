@@ -1,5 +1,7 @@
 #include "flags.hpp"
 
+#include <unistd.h>
+
 #include <algorithm>
 #include <cctype>
 
@@ -44,9 +46,19 @@ DEFINE_string(out, "",
               "Where the result goes. sweep: the sweep folder, one sub-folder per run, "
               "results.tsv and results.md (default: <snapshot_prefix folder>/sweep, or "
               "sweep/). plot: the image, .svg or .png. export-onnx: the .onnx file.");
+DEFINE_string(progress, "auto",
+              "auto: a live progress line when stdout is a terminal (train: iteration, smoothed "
+              "loss, lr, it/s, ETA instead of the INFO log, unless --log_dir is set; convert-*: "
+              "count, images/s, ETA instead of the periodic 'processed N files' lines); on; off.");
 DEFINE_string(backend, "lmdb", "The database backend: lmdb (leveldb where supported).");
 
 namespace crema::cli {
+
+bool LiveProgress() {
+  if (FLAGS_progress != "auto" && FLAGS_progress != "on" && FLAGS_progress != "off")
+    CREMA_THROW_CONFIG("--progress must be auto, on or off, got \"", FLAGS_progress, "\"");
+  return FLAGS_progress == "on" || (FLAGS_progress == "auto" && isatty(STDOUT_FILENO));
+}
 
 std::vector<std::string> SplitList(const std::string& text, char separator) {
   std::vector<std::string> parts;

@@ -25,6 +25,7 @@ DECLARE_string(output_dir);
 DECLARE_string(out);
 DECLARE_string(backend);
 DECLARE_string(set);
+DECLARE_string(progress);
 
 namespace crema::cli {
 
@@ -42,6 +43,9 @@ std::vector<std::string> SplitList(const std::string& text, char separator = ','
 // them with this separator, and RepeatedFlagValues splits them back.
 constexpr char kRepeatedFlagSeparator = '\n';
 std::vector<std::string> RepeatedFlagValues(const std::string& value);
+// --progress auto|on|off (ConfigError otherwise): whether to draw a live line on stdout (on, or
+// auto with stdout a terminal).
+bool LiveProgress();
 // ConfigError "--NAME is required" when the flag is empty.
 void RequireFlag(const char* name, const std::string& value);
 

@@ -10,6 +10,7 @@
 #include "core/cuda_allocator.hpp"
 #include "crema/net.hpp"
 #include "flags.hpp"
+#include "io/prefetch_pool.hpp"
 #include "verb.hpp"
 
 namespace crema::cli {
@@ -109,6 +110,7 @@ int RunTime(const std::vector<std::string>& args) {
 
   // Whole iterations as training runs them: no waits between layers, the parameter update
   // (data -= diff) included; the host reads the loss once per iteration, as the solver does.
+  const PrefetchWait wait_before = TotalPrefetchWait();
   const Clock::time_point train_start = Clock::now();
   for (int j = 0; j < FLAGS_iterations; ++j) {
     net->ClearParamDiffs();
@@ -118,12 +120,20 @@ int RunTime(const std::vector<std::string>& args) {
   }
   sync.Wait();
   const double train_ms = MsSince(train_start) / iters;
+  const PrefetchWait wait_after = TotalPrefetchWait();
   int batch = 0;
   for (const Blob* top : top_vecs.empty() ? std::vector<Blob*>{} : top_vecs[0])
     if (top->num_axes() > 0) batch = std::max(batch, top->shape(0));
   std::printf("Average training iteration (forward, backward, update): %.5f ms", train_ms);
   if (batch > 0) std::printf(" = %.1f images/s (batch %d)", batch * 1000.0 / train_ms, batch);
   std::printf(".\n");
+  // Time the data layers' Forward spent waiting for their prefetch threads in those iterations:
+  // near 0 when loading keeps up with the net.
+  if (wait_after.batches > wait_before.batches)
+    std::printf("Data layers waited for data: %.1f ms over %lld batches (%.1f%% of the time).\n",
+                wait_after.ms - wait_before.ms,
+                static_cast<long long>(wait_after.batches - wait_before.batches),
+                100.0 * (wait_after.ms - wait_before.ms) / (train_ms * iters));
   if (device.is_cuda())
     std::printf("Peak GPU memory held by crema's allocator: %.1f MiB.\n",
                 gpu::GetMemoryStats(device.id).peak_in_use / 1048576.0);
@@ -141,5 +151,6 @@ CREMA_REGISTER_VERB(time, "time", "benchmark a net: per-layer forward and backwa
                     "Backward, and prints the average milliseconds per layer and per pass, as "
                     "Caffe's `caffe time`. On a GPU each layer is followed by a device "
                     "synchronisation so that per-layer times are exact.",
-                    {"model", "iterations", "gpu", "math", "cudnn_workspace_mb", "deterministic", "phase", "stage", "level"},
+                    {"model", "iterations", "gpu", "math", "cudnn_workspace_mb", "deterministic",
+                     "phase", "stage", "level"},
                     &crema::cli::RunTime);

@@ -11,6 +11,7 @@
 
 #include "crema/solver.hpp"
 #include "flags.hpp"
+#include "io/prefetch_pool.hpp"
 #include "net/proto_io.hpp"
 #include "overrides.hpp"
 #include "verb.hpp"
@@ -20,9 +21,6 @@ DEFINE_string(sigint_effect, "stop",
               "snapshot (write a snapshot and go on) or none.");
 DEFINE_string(sighup_effect, "snapshot",
               "What to do on SIGHUP: snapshot (write a snapshot and go on), stop or none.");
-DEFINE_string(progress, "auto",
-              "auto: a live progress line (iteration, smoothed loss, lr, it/s, ETA) instead of "
-              "the INFO log when stdout is a terminal and no --log_dir is set; on; off.");
 DEFINE_bool(resume, false,
             "Resume from the newest <snapshot_prefix>_iter_N.solverstate(.h5) (highest N), as "
             "--snapshot auto; with none yet, say so and start from iteration 0.");
@@ -214,10 +212,7 @@ int RunTrain(const std::vector<std::string>& args) {
   SolverOptions options;
   options.device = TrainDevice(param);
   options.source = source;
-  if (FLAGS_progress != "auto" && FLAGS_progress != "on" && FLAGS_progress != "off")
-    CREMA_THROW_CONFIG("--progress must be auto, on or off, got \"", FLAGS_progress, "\"");
-  options.progress = FLAGS_progress == "on" ||
-                     (FLAGS_progress == "auto" && isatty(STDOUT_FILENO) && FLAGS_log_dir.empty());
+  options.progress = LiveProgress() && (FLAGS_progress == "on" || FLAGS_log_dir.empty());
   // The progress line replaces the INFO log on the terminal (warnings and errors still show);
   // the numbers are in <snapshot_prefix>_metrics.jsonl.
   if (options.progress && FLAGS_log_dir.empty()) FLAGS_minloglevel = google::GLOG_WARNING;
@@ -240,8 +235,13 @@ int RunTrain(const std::vector<std::string>& args) {
     LOG(INFO) << "Resumed at iteration " << solver->iter();
   }
   LOG(INFO) << "Starting Optimization";
+  const PrefetchWait wait_before = TotalPrefetchWait();
   solver->Solve();
   LOG(INFO) << "Optimization Done.";
+  // Time the data layers' Forward (train and test nets) waited for their prefetch threads.
+  const PrefetchWait wait = TotalPrefetchWait();
+  LOG(INFO) << "Waited for data: " << wait.ms - wait_before.ms << " ms over "
+            << wait.batches - wait_before.batches << " batches";
 
   if (!signals.stop_requested() && !solver->test_nets().empty()) {
     // Solve() tests after the last iteration when test_interval divides it; otherwise test now.

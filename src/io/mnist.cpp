@@ -102,7 +102,8 @@ std::string Key(int64_t index) {
 }  // namespace
 
 int64_t ConvertMnist(const std::string& images_path, const std::string& labels_path,
-                     const std::string& db_path, db::Backend backend) {
+                     const std::string& db_path, db::Backend backend,
+                     const std::function<void(int64_t, int64_t)>& progress) {
   std::unique_ptr<db::DB> db = db::GetDB(backend);  // an unavailable backend fails first
   IdxFile images(images_path);
   IdxFile labels(labels_path);
@@ -161,6 +162,7 @@ int64_t ConvertMnist(const std::string& images_path, const std::string& labels_p
       datum.SerializeToString(&value);
       txn->Put(Key(item), value);
       if (++count % kItemsPerCommit == 0) txn->Commit();
+      if (progress) progress(count, num_items);
     }
     if (count % kItemsPerCommit != 0) txn->Commit();
     images.Close();

@@ -5,6 +5,7 @@
 // height rows, width cols, the raw pixels and the label; committed every 1000 records. The
 // records are byte-identical to Caffe's. Gzipped idx files are read through `gzip -dc`.
 #include <cstdint>
+#include <functional>
 #include <string>
 
 #include "io/db.hpp"
@@ -13,8 +14,10 @@ namespace crema {
 
 // Creates `db_path` (which must not exist) and returns the number of records written.
 // ConfigError naming the file for a bad magic number, mismatched counts or a truncated file;
-// RuntimeError when a file or the DB can't be opened.
+// RuntimeError when a file or the DB can't be opened. `progress`, when given, is called with
+// (records written, records in all) after each record.
 int64_t ConvertMnist(const std::string& images_path, const std::string& labels_path,
-                     const std::string& db_path, db::Backend backend = db::Backend::kLmdb);
+                     const std::string& db_path, db::Backend backend = db::Backend::kLmdb,
+                     const std::function<void(int64_t, int64_t)>& progress = nullptr);
 
 }  // namespace crema

@@ -6,6 +6,15 @@
 #include "crema/error.hpp"
 
 namespace crema {
+namespace {
+
+std::atomic<int64_t> total_waited_ns{0}, total_acquired{0};
+
+}  // namespace
+
+PrefetchWait TotalPrefetchWait() {
+  return {static_cast<double>(total_waited_ns.load()) * 1e-6, total_acquired.load()};
+}
 
 int DecodeThreads(uint32_t requested) {
   if (requested > 0) return static_cast<int>(requested);
@@ -166,13 +175,32 @@ int Prefetcher::Acquire() {
   int slot = 0;
   {
     std::unique_lock<std::mutex> lock(mutex_);
-    changed_.wait(lock, [this] { return !full_.empty(); });
+    if (full_.empty()) {
+      const auto start = std::chrono::steady_clock::now();
+      changed_.wait(lock, [this] { return !full_.empty(); });
+      const int64_t ns = std::chrono::duration_cast<std::chrono::nanoseconds>(
+                             std::chrono::steady_clock::now() - start)
+                             .count();
+      waited_ns_ += ns;
+      total_waited_ns += ns;
+    }
+    ++acquired_;
+    ++total_acquired;
     slot = full_.front();
     full_.pop_front();
     error_ = errors_[slot];
   }
   if (error_) std::rethrow_exception(error_);
   return slot;
+}
+
+PrefetchWait Prefetcher::wait() const {
+  return {static_cast<double>(waited_ns_.load()) * 1e-6, acquired_.load()};
+}
+
+int Prefetcher::ready() const {
+  std::lock_guard<std::mutex> lock(mutex_);
+  return static_cast<int>(full_.size());
 }
 
 void Prefetcher::Release(int slot) {

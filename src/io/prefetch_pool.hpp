@@ -23,8 +23,12 @@
 // load(slot) fills a slot; it runs on the background thread, one slot at a time, in the order
 // the consumer gets them. Acquire() waits for the next filled slot; Release(slot) hands it back
 // to be refilled. An exception thrown by load stops the background thread and is rethrown by
-// that slot's Acquire and by every later one.
+// that slot's Acquire and by every later one. The time Acquire spends waiting for a slot to be
+// filled is counted (per prefetcher, and summed over all of the process's prefetchers for tools
+// like `crema time` and `crema train` to report: a consumer that never waits is not slowed by
+// its data).
 #include <atomic>
+#include <chrono>
 #include <condition_variable>
 #include <cstdint>
 #include <deque>
@@ -68,6 +72,14 @@ class WorkerPool {
   std::exception_ptr error_;
 };
 
+// The time Acquire calls waited for a filled slot, and how many calls there were.
+struct PrefetchWait {
+  double ms = 0;
+  int64_t batches = 0;
+};
+// Summed over every Prefetcher of the process, since it started.
+PrefetchWait TotalPrefetchWait();
+
 std::vector<int> GatherInOrder(WorkerPool* pool, int n, const std::function<void(int slot)>& fetch,
                                const std::function<void(int slot)>& decode,
                                const std::function<void(int slot, std::exception_ptr)>& check);
@@ -84,6 +96,9 @@ class Prefetcher {
   void Stop();
   int Acquire();
   void Release(int slot);
+  // Waiting by Acquire so far, and the slots filled and not yet acquired (thread-safe).
+  PrefetchWait wait() const;
+  int ready() const;
 
  private:
   void Loop();
@@ -92,10 +107,11 @@ class Prefetcher {
   std::deque<int> free_, full_;
   std::vector<std::exception_ptr> errors_;  // per slot
   std::exception_ptr error_;                // the first error, rethrown by every later Acquire
-  std::mutex mutex_;
+  mutable std::mutex mutex_;
   std::condition_variable changed_;
   bool stop_ = false;
   std::thread thread_;
+  std::atomic<int64_t> waited_ns_{0}, acquired_{0};
 };
 
 }  // namespace crema

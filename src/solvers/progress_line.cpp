@@ -6,7 +6,18 @@
 namespace crema {
 namespace {
 
-std::string Duration(double seconds) {
+constexpr std::chrono::milliseconds kRedraw(100);
+
+// "[===>    ]": `width` cells, the filled ones for `fraction` of the work, an arrow at the front.
+std::string Bar(double fraction, int width) {
+  const int filled = static_cast<int>(std::clamp(fraction, 0.0, 1.0) * width);
+  return "[" + std::string(filled, '=') + (filled < width ? ">" : "") +
+         std::string(std::max(0, width - filled - 1), ' ') + "]";
+}
+
+}  // namespace
+
+std::string ProgressLine::Duration(double seconds) {
   if (!std::isfinite(seconds) || seconds < 0) return "?";
   const long s = std::lround(seconds);
   char buffer[32];
@@ -19,15 +30,9 @@ std::string Duration(double seconds) {
   return buffer;
 }
 
-}  // namespace
-
 std::string ProgressLine::Format(int iter, int max_iter, double smoothed_loss, double lr,
                                  double iters_per_second, int width) {
-  const double fraction =
-      max_iter > 0 ? std::clamp(static_cast<double>(iter) / max_iter, 0.0, 1.0) : 0.0;
-  const int filled = static_cast<int>(fraction * width);
-  std::string bar = "[" + std::string(filled, '=') + (filled < width ? ">" : "") +
-                    std::string(std::max(0, width - filled - 1), ' ') + "]";
+  const std::string bar = Bar(max_iter > 0 ? static_cast<double>(iter) / max_iter : 0.0, width);
   char text[160];
   std::snprintf(text, sizeof(text), " iter %d/%d  loss %.4g  lr %.3g", iter, max_iter,
                 smoothed_loss, lr);
@@ -40,6 +45,20 @@ std::string ProgressLine::Format(int iter, int max_iter, double smoothed_loss, d
   return line;
 }
 
+std::string ProgressLine::FormatCount(int64_t done, int64_t total, const std::string& unit,
+                                      double per_second, int width) {
+  char text[160];
+  std::snprintf(text, sizeof(text), " %lld/%lld %s", static_cast<long long>(done),
+                static_cast<long long>(total), unit.c_str());
+  std::string line = Bar(total > 0 ? static_cast<double>(done) / total : 0.0, width) + text;
+  if (per_second > 0) {
+    std::snprintf(text, sizeof(text), "  %.0f %s/s  ETA %s", per_second, unit.c_str(),
+                  Duration(static_cast<double>(total - done) / per_second).c_str());
+    line += text;
+  }
+  return line;
+}
+
 void ProgressLine::Clear() {
   if (shown_) std::fputs("\r\033[2K", out_);
   shown_ = false;
@@ -47,10 +66,14 @@ void ProgressLine::Clear() {
 
 void ProgressLine::Update(int iter, int max_iter, double smoothed_loss, double lr,
                           double iters_per_second, bool force) {
+  Show(Format(iter, max_iter, smoothed_loss, lr, iters_per_second, 24), force);
+}
+
+void ProgressLine::Show(const std::string& line, bool force) {
   const auto now = std::chrono::steady_clock::now();
-  if (!force && shown_ && now - last_draw_ < std::chrono::milliseconds(100)) return;
+  if (!force && shown_ && now - last_draw_ < kRedraw) return;
   last_draw_ = now;
-  line_ = Format(iter, max_iter, smoothed_loss, lr, iters_per_second, 24);
+  line_ = line;
   Clear();
   std::fputs(line_.c_str(), out_);
   std::fflush(out_);

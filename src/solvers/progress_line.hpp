@@ -2,8 +2,11 @@
 // A live one-line training status for a terminal, redrawn in place at most ten times a second:
 //   [=====>      ] iter 1200/10000  loss 0.4121  lr 0.00904  37.5 it/s  ETA 3m54s
 // Lines printed through Message() appear above it. The solver uses it when
-// SolverOptions::progress is set (the CLI sets it when stdout is a terminal).
+// SolverOptions::progress is set (the CLI sets it when stdout is a terminal); the convert-* verbs
+// show a count instead (FormatCount):
+//   [=====>      ] 1200/5000 images  850 images/s  ETA 4s
 #include <chrono>
+#include <cstdint>
 #include <cstdio>
 #include <string>
 
@@ -19,6 +22,8 @@ class ProgressLine {
   // The state after `iter` of `max_iter` iterations; `iters_per_second` <= 0 when unknown.
   void Update(int iter, int max_iter, double smoothed_loss, double lr, double iters_per_second,
               bool force = false);
+  // Draws any line (e.g. from FormatCount), at most ten times a second unless `force`.
+  void Show(const std::string& line, bool force = false);
   // Prints `text` on its own line above the progress line.
   void Message(const std::string& text);
   // Leaves the last progress line on screen and moves below it.
@@ -27,6 +32,11 @@ class ProgressLine {
   // The line for a state (no terminal codes), e.g. for tests.
   static std::string Format(int iter, int max_iter, double smoothed_loss, double lr,
                             double iters_per_second, int width);
+  // `done` of `total` `unit`s at `per_second` (<= 0: unknown), with a bar of `width`.
+  static std::string FormatCount(int64_t done, int64_t total, const std::string& unit,
+                                 double per_second, int width);
+  // 42s, 3m54s, 2h46m; "?" when not finite or negative.
+  static std::string Duration(double seconds);
 
  private:
   void Clear();

@@ -5,6 +5,7 @@
 #include <atomic>
 #include <stdexcept>
 #include <string>
+#include <thread>
 #include <vector>
 
 #include "crema/error.hpp"
@@ -181,6 +182,33 @@ TEST(PrefetchPoolTest, PrefetcherStopsWhileSlotsAreFull) {
   Prefetcher prefetcher(3, [](int) {});
   prefetcher.Start();
   EXPECT_GE(prefetcher.Acquire(), 0);
+}
+
+TEST(PrefetchPoolTest, PrefetcherCountsBatchesAndWaitsOnlyForEmptyQueues) {
+  // Each Acquire below finds its slot loaded already, so no waiting may be counted.
+  Prefetcher prefetcher(2, [](int) {});
+  const PrefetchWait total_before = TotalPrefetchWait();
+  prefetcher.Start();
+  for (int i = 0; i < 5; ++i) {
+    while (prefetcher.ready() == 0) std::this_thread::yield();
+    prefetcher.Release(prefetcher.Acquire());
+  }
+  EXPECT_EQ(prefetcher.wait().batches, 5);
+  EXPECT_EQ(prefetcher.wait().ms, 0.0);
+  // Waits for a slow load are counted, and the process total follows every prefetcher.
+  std::atomic<bool> open{false};
+  Prefetcher slow(1, [&](int) {
+    while (!open) std::this_thread::yield();
+  });
+  slow.Start();
+  std::thread opener([&] { open = true; });
+  slow.Release(slow.Acquire());
+  opener.join();
+  EXPECT_EQ(slow.wait().batches, 1);
+  EXPECT_GE(slow.wait().ms, 0.0);
+  const PrefetchWait total_after = TotalPrefetchWait();
+  EXPECT_EQ(total_after.batches - total_before.batches, 6);
+  EXPECT_NEAR(total_after.ms - total_before.ms, slow.wait().ms, 1e-6);
 }
 
 }  // namespace

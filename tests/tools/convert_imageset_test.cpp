@@ -191,6 +191,39 @@ TEST(ConvertImagesetTest, BadArgumentsAndLists) {
     EXPECT_NE(r.output.find(flag), std::string::npos) << flag << "\n" << r.output;
 }
 
+TEST(ConvertImagesetTest, PlainLinesOffATerminalLiveLineWithProgressOn) {
+  Fixture f;
+  std::string list;
+  for (int i = 0; i < 1001; ++i) list += "a.png " + std::to_string(i % 3) + "\n";
+  list += "missing.png 1\n";
+  WriteText(f.list, list);
+  // Output to a pipe (as here): the lines of before, every 1000 records, no terminal codes.
+  CremaResult r = f.Convert("plain");
+  ASSERT_EQ(r.rc, 0) << r.output;
+  EXPECT_NE(r.output.find("a total of 1002 images\n"), std::string::npos) << r.output;
+  EXPECT_NE(r.output.find("processed 1000 files\n"), std::string::npos) << r.output;
+  EXPECT_EQ(r.output.find("processed 1001"), std::string::npos) << r.output;
+  EXPECT_NE(r.output.find("missing.png' (line 1002 of the list as read)"), std::string::npos)
+      << r.output;
+  EXPECT_NE(r.output.find("wrote 1001 records"), std::string::npos) << r.output;
+  EXPECT_EQ(r.output.find('\r'), std::string::npos) << r.output;
+  EXPECT_EQ(r.output.find('\033'), std::string::npos) << r.output;
+  EXPECT_EQ(r.output.find("images/s"), std::string::npos) << r.output;
+  // --progress on: the live line (redrawn with \r), ending at the full count; the warning above
+  // it; no "processed" lines.
+  r = f.Convert("live", "--progress on");
+  ASSERT_EQ(r.rc, 0) << r.output;
+  EXPECT_EQ(r.output.find("processed 1000 files"), std::string::npos) << r.output;
+  EXPECT_NE(r.output.find("\r\033[2K"), std::string::npos) << r.output;
+  EXPECT_NE(r.output.find("] 1002/1002 images"), std::string::npos) << r.output;
+  EXPECT_NE(r.output.find("missing.png' (line 1002"), std::string::npos) << r.output;
+  EXPECT_NE(r.output.find("wrote 1001 records"), std::string::npos) << r.output;
+  EXPECT_EQ(ReadDb(f.dir + "/live").size(), 1001u);
+  r = f.Convert("bad", "--progress sometimes");
+  EXPECT_EQ(r.rc, 2) << r.output;
+  EXPECT_NE(r.output.find("--progress must be auto, on or off"), std::string::npos) << r.output;
+}
+
 TEST(ConvertImagesetTest, ShuffleKeepsEveryImage) {
   Fixture f;
   std::ostringstream list;
