@@ -20,12 +20,17 @@
 #   BENCH_LAYER_ITERATIONS=2 crema's per-layer pass (also its warm-up)
 #   BENCH_WARMUP=3           PyTorch's warm-up iterations
 #   BENCH_LOG_DIR=DIR        keep every case's full output there (crema's per-layer tables)
+#   BENCH_OMP_WAIT_POLICY=PASSIVE  OMP_WAIT_POLICY for both (both use libgomp); "" = libgomp's
+#                            default (spin, then sleep). On a machine shared with other jobs the
+#                            spinning threads of a 2-thread team steal the cores the working
+#                            threads need: 2-thread cases ran 3-8x slower for both frameworks.
+#   BENCH_OPENBLAS_CORETYPE  OPENBLAS_CORETYPE for both (both load OpenBLAS); unset by default so
+#                            that OpenBLAS picks its kernels for this CPU (and crema its fix).
 # Each case runs in its own process, so peak RSS (getrusage ru_maxrss) is per case; crema and
 # PyTorch alternate case by case so that load from other processes hits both alike. The whole
 # table (7 nets x 2 modes x 2 thread counts x 2 frameworks) takes about 8-10 minutes on 2 cores.
-# OPENBLAS_CORETYPE is left as the environment has it; both frameworks load the same OpenBLAS
-# (crema restarts itself with a better OPENBLAS_CORETYPE when OpenBLAS picks generic kernels and
-# the variable is unset; the header line says which kernels crema ran).
+# crema restarts itself with a better OPENBLAS_CORETYPE when OpenBLAS picks generic kernels and
+# the variable is unset; the last line says which kernels crema ran.
 set -uo pipefail
 cd "$(dirname "$0")/.."
 crema="${CREMA:-build/crema}"
@@ -35,6 +40,13 @@ threads_list="${BENCH_THREADS:-1 2}"
 modes="${BENCH_MODES:-train test}"
 layer_iters="${BENCH_LAYER_ITERATIONS:-2}"
 warmup="${BENCH_WARMUP:-3}"
+if [ -n "${BENCH_OPENBLAS_CORETYPE:-}" ]; then
+  export OPENBLAS_CORETYPE="$BENCH_OPENBLAS_CORETYPE"
+else
+  unset OPENBLAS_CORETYPE
+fi
+wait_policy="${BENCH_OMP_WAIT_POLICY-PASSIVE}"
+if [ -n "$wait_policy" ]; then export OMP_WAIT_POLICY="$wait_policy"; else unset OMP_WAIT_POLICY; fi
 nets=("$@")
 [ ${#nets[@]} -eq 0 ] && nets=(lenet cifar10_quick bvlc_reference_caffenet bvlc_googlenet
   squeezenet_v1.1 mobilenet_v1 resnet50)
@@ -60,7 +72,8 @@ echo "# $(date -u '+%Y-%m-%d %H:%M UTC'), $(sed -n 's/^model name\s*: //p' /proc
   "$(nproc) cores, load average $(cut -d' ' -f1-3 /proc/loadavg)"
 echo "# crema $(git rev-parse --short HEAD 2>/dev/null) ($crema), PyTorch" \
   "$("$python" -c 'import torch; print(torch.__version__)' 2>/dev/null) ($python)," \
-  "OPENBLAS_CORETYPE=${OPENBLAS_CORETYPE:-unset}, ${seconds}s per case"
+  "OPENBLAS_CORETYPE=${OPENBLAS_CORETYPE:-unset}," \
+  "OMP_WAIT_POLICY=${OMP_WAIT_POLICY:-default}, ${seconds}s per case"
 printf "%-24s %-5s %7s %12s %12s %7s %10s %10s\n" net mode threads "crema img/s" "torch img/s" \
   ratio "crema MiB" "torch MiB"
 for net in "${nets[@]}"; do
