@@ -1,23 +1,25 @@
 #!/usr/bin/env python3
-"""Writes the GPU benchmark nets as crema/Caffe prototxts (plain Python 3, no packages).
+"""Writes the benchmark nets as crema/Caffe prototxts (plain Python 3, no packages).
 
-    python3 bench/nets.py OUTDIR
+    python3 bench/nets.py OUTDIR [--cpu]
 
-AlexNet (batch 128), VGG-19, ResNet-50, MobileNet v1 and GoogLeNet (batch 64), each fed by a
-DummyData layer (3x224x224, or 227 for AlexNet, and a label; constant, so that no time goes to
-generating inputs) and ending in SoftmaxWithLoss, with
-the layer structure of the published Caffe definitions. bench/torch_train.py builds the PyTorch
-equivalent of each file, so both frameworks run the same net.
+AlexNet (batch 128), VGG-19, ResNet-50, MobileNet v1 and GoogLeNet (batch 64) for the GPU bench;
+LeNet (1x28x28), CIFAR-10 quick (3x32x32), CaffeNet (227) and SqueezeNet v1.1 (227) besides. With
+--cpu the batch sizes are those of the CPU bench (CPU_BATCH). Each net is fed by a DummyData
+layer (3x224x224 unless said otherwise, and a label; constant, so that no time goes to generating
+inputs) and ends in SoftmaxWithLoss, with the layer structure of the published Caffe definitions.
+bench/torch_train.py builds the PyTorch equivalent of each file, so both frameworks run the same
+net.
 """
 import os
 import sys
 
 
 class Net:
-    def __init__(self, name, batch, size):
+    def __init__(self, name, batch, size, channels=3):
         self.lines = [f'name: "{name}"']
         self.layer("data", "DummyData", [], ["data", "label"],
-                   f"dummy_data_param {{ shape {{ dim: {batch} dim: 3 dim: {size} dim: {size} }} "
+                   f"dummy_data_param {{ shape {{ dim: {batch} dim: {channels} dim: {size} dim: {size} }} "
                    f"shape {{ dim: {batch} }} data_filler {{ type: \"constant\" value: 0.5 }} "
                    f"data_filler {{ type: \"constant\" value: 1 }} }}")
 
@@ -66,12 +68,17 @@ class Net:
         return "\n".join(self.lines) + "\n"
 
 
-def alexnet():
-    n = Net("AlexNet", 128, 227)
-    x = n.relu("relu1", n.conv("conv1", "data", 96, 11, stride=4))
-    x = n.pool("pool1", n.lrn("norm1", x), "MAX", 3, 2)
-    x = n.relu("relu2", n.conv("conv2", x, 256, 5, pad=2, group=2))
-    x = n.pool("pool2", n.lrn("norm2", x), "MAX", 3, 2)
+def alexnet(batch=128, name="AlexNet", pool_before_norm=False):
+    # CaffeNet (pool_before_norm) is AlexNet with each pooling before its normalisation.
+    n = Net(name, batch, 227)
+
+    def pool_norm(i, x):
+        if pool_before_norm:
+            return n.lrn(f"norm{i}", n.pool(f"pool{i}", x, "MAX", 3, 2))
+        return n.pool(f"pool{i}", n.lrn(f"norm{i}", x), "MAX", 3, 2)
+
+    x = pool_norm(1, n.relu("relu1", n.conv("conv1", "data", 96, 11, stride=4)))
+    x = pool_norm(2, n.relu("relu2", n.conv("conv2", x, 256, 5, pad=2, group=2)))
     x = n.relu("relu3", n.conv("conv3", x, 384, 3, pad=1))
     x = n.relu("relu4", n.conv("conv4", x, 384, 3, pad=1, group=2))
     x = n.relu("relu5", n.conv("conv5", x, 256, 3, pad=1, group=2))
@@ -82,8 +89,8 @@ def alexnet():
     return n
 
 
-def vgg19():
-    n = Net("VGG19", 64, 224)
+def vgg19(batch=64):
+    n = Net("VGG19", batch, 224)
     x = "data"
     for stage, (num, reps) in enumerate([(64, 2), (128, 2), (256, 4), (512, 4), (512, 4)], 1):
         for r in range(1, reps + 1):
@@ -95,8 +102,8 @@ def vgg19():
     return n
 
 
-def resnet50():
-    n = Net("ResNet-50", 64, 224)
+def resnet50(batch=64):
+    n = Net("ResNet-50", batch, 224)
     x = n.bn_scale("conv1", n.conv("conv1", "data", 64, 7, stride=2, pad=3, bias=False))
     x = n.pool("pool1", x, "MAX", 3, 2)
     for stage, (mid, blocks) in enumerate([(64, 3), (128, 4), (256, 6), (512, 3)], 2):
@@ -118,8 +125,8 @@ def resnet50():
     return n
 
 
-def mobilenet_v1():
-    n = Net("MobileNet", 64, 224)
+def mobilenet_v1(batch=64):
+    n = Net("MobileNet", batch, 224)
     x = n.bn_scale("conv1", n.conv("conv1", "data", 32, 3, stride=2, pad=1, bias=False))
     channels = 32
     for i, (out, stride) in enumerate([(64, 1), (128, 2), (128, 1), (256, 2), (256, 1), (512, 2),
@@ -134,8 +141,8 @@ def mobilenet_v1():
     return n
 
 
-def googlenet():
-    n = Net("GoogLeNet", 64, 224)
+def googlenet(batch=64):
+    n = Net("GoogLeNet", batch, 224)
     x = n.relu("conv1_relu", n.conv("conv1", "data", 64, 7, stride=2, pad=3))
     x = n.lrn("pool1_norm1", n.pool("pool1", x, "MAX", 3, 2))
     x = n.relu("conv2_relu_reduce", n.conv("conv2_reduce", x, 64, 1))
@@ -167,13 +174,73 @@ def googlenet():
     return n
 
 
+def lenet(batch=64):
+    # models/lenet (Caffe's examples/mnist/lenet_train_test.prototxt).
+    n = Net("LeNet", batch, 28, channels=1)
+    x = n.pool("pool1", n.conv("conv1", "data", 20, 5), "MAX", 2, 2)
+    x = n.pool("pool2", n.conv("conv2", x, 50, 5), "MAX", 2, 2)
+    x = n.relu("relu1", n.fc("ip1", x, 500))
+    n.loss(n.fc("ip2", x, 10))
+    return n
+
+
+def cifar10_quick(batch=100):
+    # Caffe's examples/cifar10/cifar10_quick_train_test.prototxt.
+    n = Net("CIFAR10_quick", batch, 32)
+    x = n.relu("relu1", n.pool("pool1", n.conv("conv1", "data", 32, 5, pad=2), "MAX", 3, 2))
+    x = n.pool("pool2", n.relu("relu2", n.conv("conv2", x, 32, 5, pad=2)), "AVE", 3, 2)
+    x = n.pool("pool3", n.relu("relu3", n.conv("conv3", x, 64, 5, pad=2)), "AVE", 3, 2)
+    n.loss(n.fc("ip2", n.fc("ip1", x, 64), 10))
+    return n
+
+
+def caffenet(batch=16):
+    # Caffe's models/bvlc_reference_caffenet.
+    return alexnet(batch, "CaffeNet", pool_before_norm=True)
+
+
+def squeezenet_v1_1(batch=16):
+    # DeepScale's SqueezeNet_v1.1/train_val.prototxt.
+    n = Net("SqueezeNet_v1.1", batch, 227)
+    x = n.pool("pool1", n.relu("relu_conv1", n.conv("conv1", "data", 64, 3, stride=2)), "MAX", 3, 2)
+
+    def fire(name, x, squeeze, expand):
+        s = n.relu(name + "/relu_squeeze1x1", n.conv(name + "/squeeze1x1", x, squeeze, 1))
+        a = n.relu(name + "/relu_expand1x1", n.conv(name + "/expand1x1", s, expand, 1))
+        b = n.relu(name + "/relu_expand3x3", n.conv(name + "/expand3x3", s, expand, 3, pad=1))
+        return n.layer(name + "/concat", "Concat", [a, b], [name + "/concat"])
+
+    x = fire("fire3", fire("fire2", x, 16, 64), 16, 64)
+    x = n.pool("pool3", x, "MAX", 3, 2)
+    x = fire("fire5", fire("fire4", x, 32, 128), 32, 128)
+    x = n.pool("pool5", x, "MAX", 3, 2)
+    for i, (squeeze, expand) in enumerate([(48, 192), (48, 192), (64, 256), (64, 256)], 6):
+        x = fire(f"fire{i}", x, squeeze, expand)
+    x = n.dropout("drop9", x)
+    x = n.relu("relu_conv10", n.conv("conv10", x, 1000, 1))
+    n.loss(n.global_ave("pool10", x))
+    return n
+
+
 NETS = {"alexnet": alexnet, "vgg19": vgg19, "resnet50": resnet50, "mobilenet_v1": mobilenet_v1,
-        "googlenet": googlenet}
+        "googlenet": googlenet, "lenet": lenet, "cifar10_quick": cifar10_quick,
+        "bvlc_reference_caffenet": caffenet, "squeezenet_v1.1": squeezenet_v1_1}
+# The CPU bench's batch sizes (bench/cpu_bench.sh).
+CPU_BATCH = {"lenet": 64, "cifar10_quick": 100, "bvlc_reference_caffenet": 16, "bvlc_googlenet": 8,
+             "squeezenet_v1.1": 16, "mobilenet_v1": 16, "resnet50": 8}
+CPU_NETS = {"bvlc_googlenet": googlenet}
 
 if __name__ == "__main__":
-    if len(sys.argv) != 2:
-        sys.exit("usage: nets.py OUTDIR")
-    os.makedirs(sys.argv[1], exist_ok=True)
-    for name, make in NETS.items():
-        with open(os.path.join(sys.argv[1], name + ".prototxt"), "w") as f:
+    args = [a for a in sys.argv[1:] if a != "--cpu"]
+    cpu = "--cpu" in sys.argv[1:]
+    if len(args) != 1:
+        sys.exit("usage: nets.py OUTDIR [--cpu]")
+    os.makedirs(args[0], exist_ok=True)
+    if cpu:
+        nets = {name: (lambda make=(NETS.get(name) or CPU_NETS[name]), b=b: make(b))
+                for name, b in CPU_BATCH.items()}
+    else:
+        nets = NETS
+    for name, make in nets.items():
+        with open(os.path.join(args[0], name + ".prototxt"), "w") as f:
             f.write(make().text())

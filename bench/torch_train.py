@@ -1,14 +1,21 @@
 #!/usr/bin/env python3
-"""PyTorch side of the GPU benchmark: builds the net of a crema/Caffe prototxt (the layer types
-bench/nets.py uses) as a torch.nn.Module and times training iterations (forward, backward, SGD
-step) on the GPU. Uses the python3 that has PyTorch (on the GPU machine: the default python3).
+"""PyTorch side of the GPU and CPU benchmarks: builds the net of a crema/Caffe prototxt (the
+layer types bench/nets.py uses) as a torch.nn.Module and times training iterations (forward,
+backward, SGD step) or inference passes (eval mode, forward only under torch.inference_mode).
+Uses the python3 that has PyTorch (on the GPU machine: the default python3; on the CPU machine:
+/usr/bin/python3, Debian's python3-torch).
 
     python3 bench/torch_train.py NET.prototxt [--iterations N] [--math fp32|tf32]
+    python3 bench/torch_train.py NET.prototxt --device cpu --threads T [--mode train|test]
+        [--iterations N] [--seconds S] [--warmup W]
 
-Prints one line: `torch <net> <math> ms_per_iter=<x> images_per_s=<y> peak_mib=<z>`.
+Prints one line: `torch <net> <math> ms_per_iter=<x> images_per_s=<y> peak_mib=<z>`; on the GPU
+peak_mib is the peak of PyTorch's CUDA allocator, on the CPU the peak resident set size of the
+process (run one case per process).
 """
 import argparse
 import re
+import resource
 import time
 
 import torch
@@ -131,7 +138,8 @@ class CaffeNet(nn.Module):
             elif t == "Concat":
                 blobs[tops[0]] = torch.cat([blobs[b] for b in bottoms], 1)
             elif t == "SoftmaxWithLoss":
-                return F.cross_entropy(blobs[bottoms[0]], blobs[bottoms[1]])
+                # Caffe's softmax runs over axis 1; a N x C x 1 x 1 score is N x C.
+                return F.cross_entropy(blobs[bottoms[0]].flatten(1), blobs[bottoms[1]])
             else:
                 blobs[tops[0]] = self.mods[name](blobs[bottoms[0]])
         raise SystemExit("torch_train.py: the net has no SoftmaxWithLoss")
@@ -150,40 +158,74 @@ class _Scale(nn.Module):
 def main():
     ap = argparse.ArgumentParser()
     ap.add_argument("prototxt")
-    ap.add_argument("--iterations", type=int, default=20)
+    ap.add_argument("--iterations", type=int, default=20,
+                    help="timed iterations (at least this many with --seconds)")
+    ap.add_argument("--seconds", type=float, default=0,
+                    help="keep timing until this many seconds have passed")
+    ap.add_argument("--warmup", type=int, default=3)
     ap.add_argument("--math", choices=["fp32", "tf32"], default="fp32")
+    ap.add_argument("--device", choices=["cuda", "cpu"], default="cuda")
+    ap.add_argument("--threads", type=int, default=0, help="CPU: torch.set_num_threads (0: default)")
+    ap.add_argument("--mode", choices=["train", "test"], default="train",
+                    help="train: forward, backward, SGD step; test: eval-mode forward only")
+    ap.add_argument("--momentum", type=float, default=0.0, help="SGD momentum")
+    ap.add_argument("--weight_decay", type=float, default=0.0, help="SGD weight decay")
     args = ap.parse_args()
-    tf32 = args.math == "tf32"
-    torch.backends.cuda.matmul.allow_tf32 = tf32
-    torch.backends.cudnn.allow_tf32 = tf32
-    torch.backends.cudnn.benchmark = True
+    cuda = args.device == "cuda"
+    if cuda:
+        tf32 = args.math == "tf32"
+        torch.backends.cuda.matmul.allow_tf32 = tf32
+        torch.backends.cudnn.allow_tf32 = tf32
+        torch.backends.cudnn.benchmark = True
+    elif args.threads > 0:
+        torch.set_num_threads(args.threads)
     net_def = parse_prototxt(open(args.prototxt).read())
-    model = CaffeNet(net_def).cuda()
+    model = CaffeNet(net_def).to(args.device)
     data_shape = model.input_shapes["data"]
     batch = data_shape[0]
-    data = torch.full(data_shape, 0.5, device="cuda")
-    label = torch.ones(batch, dtype=torch.long, device="cuda")
-    opt = torch.optim.SGD(model.parameters(), lr=1e-6)
+    data = torch.full(data_shape, 0.5, device=args.device)
+    label = torch.ones(batch, dtype=torch.long, device=args.device)
+    # Plain SGD is crema time --model's update (data -= diff, scaled); with momentum and weight
+    # decay it does the arithmetic of Caffe's SGD solver (crema time --solver).
+    opt = torch.optim.SGD(model.parameters(), lr=1e-6, momentum=args.momentum,
+                          weight_decay=args.weight_decay)
 
-    def step():
+    def train_step():
         opt.zero_grad(set_to_none=False)
         loss = model({"data": data, "label": label})
         loss.backward()
         opt.step()
 
-    for _ in range(3):
+    def test_step():
+        with torch.inference_mode():
+            model({"data": data, "label": label})
+
+    if args.mode == "test":
+        model.eval()
+        step = test_step
+    else:
+        step = train_step
+    sync = torch.cuda.synchronize if cuda else (lambda: None)
+    for _ in range(args.warmup):
         step()
-    torch.cuda.synchronize()
-    torch.cuda.reset_peak_memory_stats()
+    sync()
+    if cuda:
+        torch.cuda.reset_peak_memory_stats()
+    done = 0
     start = time.perf_counter()
-    for _ in range(args.iterations):
+    while done < args.iterations or time.perf_counter() - start < args.seconds:
         step()
-    torch.cuda.synchronize()
-    ms = (time.perf_counter() - start) * 1000 / args.iterations
-    peak = torch.cuda.max_memory_allocated() / 2**20
+        done += 1
+    sync()
+    ms = (time.perf_counter() - start) * 1000 / done
+    if cuda:
+        peak = torch.cuda.max_memory_allocated() / 2**20
+    else:
+        peak = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024  # KiB on Linux
     name = first(net_def, "name", "net")
-    print(f"torch {name} {args.math} ms_per_iter={ms:.3f} images_per_s={batch * 1000 / ms:.1f} "
-          f"peak_mib={peak:.0f}")
+    tag = args.math if cuda else f"cpu-{args.mode}-{torch.get_num_threads()}t"
+    print(f"torch {name} {tag} iterations={done} ms_per_iter={ms:.3f} "
+          f"images_per_s={batch * 1000 / ms:.1f} peak_mib={peak:.0f}")
 
 
 if __name__ == "__main__":

@@ -1,5 +1,7 @@
-// crema time: benchmarks a net layer by layer (Caffe's `caffe time`).
+// crema time: benchmarks a net layer by layer (Caffe's `caffe time`), then whole training
+// iterations (forward, backward, update) or, in phase TEST, whole inference passes.
 #include <glog/logging.h>
+#include <sys/resource.h>
 
 #include <algorithm>
 #include <chrono>
@@ -9,9 +11,19 @@
 
 #include "core/cuda_allocator.hpp"
 #include "crema/net.hpp"
+#include "crema/solver.hpp"
 #include "flags.hpp"
 #include "io/prefetch_pool.hpp"
+#include "math/blas_setup.hpp"
+#include "net/proto_io.hpp"
 #include "verb.hpp"
+
+DEFINE_double(seconds, 0,
+              "crema time: keep timing whole iterations until this many seconds have passed "
+              "(at least --iterations of them); 0 = exactly --iterations.");
+DEFINE_int32(threads, 0,
+             "CPU threads for crema's loops and OpenBLAS (0 = OMP_NUM_THREADS, else all "
+             "cores).");
 
 namespace crema::cli {
 namespace {
@@ -41,21 +53,72 @@ class DeviceSync {
   Blob probe_;
 };
 
+// The peak resident set size of this process so far, in MiB.
+double PeakRssMib() {
+  rusage usage{};
+  getrusage(RUSAGE_SELF, &usage);
+  return usage.ru_maxrss / 1024.0;  // KiB on Linux
+}
+
+// The batch size: the largest first dimension among the first layer's tops (0 when unknown).
+int BatchSize(const Net& net) {
+  int batch = 0;
+  if (net.top_vecs().empty()) return batch;
+  for (const Blob* top : net.top_vecs()[0])
+    if (top->num_axes() > 0) batch = std::max(batch, top->shape(0));
+  return batch;
+}
+
+// A solver for --solver: its train net, no display, tests or snapshots while timing.
+std::unique_ptr<Solver> TimingSolver(const Device& device) {
+  SolverParameter param;
+  std::shared_ptr<ProtoSource> source = ReadSolverParamsFromTextFile(FLAGS_solver, &param);
+  param.mutable_train_state()->set_level(FLAGS_level);
+  for (const std::string& stage : StagesFromFlag()) param.mutable_train_state()->add_stage(stage);
+  param.set_display(0);
+  param.set_test_interval(0);
+  param.clear_test_iter();
+  param.set_test_initialization(false);
+  param.set_snapshot(0);
+  param.set_snapshot_after_train(false);
+  param.clear_snapshot_prefix();
+  SolverOptions options;
+  options.device = device;
+  options.source = source;
+  return Solver::Create(param, options);
+}
+
 int RunTime(const std::vector<std::string>& args) {
-  RequireFlag("model", FLAGS_model);
+  if (FLAGS_solver.empty()) RequireFlag("model", FLAGS_model);
+  if (!FLAGS_solver.empty() && !FLAGS_model.empty())
+    CREMA_THROW_CONFIG("give --model (a net) or --solver (its train net and update), not both");
   if (FLAGS_iterations <= 0) CREMA_THROW_CONFIG("--iterations must be > 0, got ", FLAGS_iterations);
+  if (FLAGS_seconds < 0) CREMA_THROW_CONFIG("--seconds must be >= 0, got ", FLAGS_seconds);
+  if (FLAGS_threads < 0) CREMA_THROW_CONFIG("--threads must be >= 0, got ", FLAGS_threads);
+  SetCpuThreads(FLAGS_threads);
   const Device device = DeviceFromFlags();
   const Phase phase = PhaseFromFlag(TRAIN);
-  std::unique_ptr<Net> net =
-      Net::FromFile(FLAGS_model, phase, FLAGS_level, StagesFromFlag(), device);
+  if (!FLAGS_solver.empty() && phase == TEST)
+    CREMA_THROW_CONFIG("--phase TEST times inference of a --model; --solver times training");
+  std::unique_ptr<Solver> solver;
+  std::unique_ptr<Net> own_net;
+  if (!FLAGS_solver.empty()) {
+    solver = TimingSolver(device);
+  } else {
+    own_net = Net::FromFile(FLAGS_model, phase, FLAGS_level, StagesFromFlag(), device);
+  }
+  Net* net = solver ? solver->net() : own_net.get();
+  const bool train = phase == TRAIN;
   DeviceSync sync(device);
 
   // A warm-up pass (allocations, algorithm choice), as Caffe does.
   LOG(INFO) << "Performing Forward";
   const double initial_loss = net->Forward();
   LOG(INFO) << "Initial loss: " << initial_loss;
-  LOG(INFO) << "Performing Backward";
-  net->Backward();
+  if (train) {
+    LOG(INFO) << "Performing Backward";
+    net->Backward();
+  }
   sync.Wait();
 
   const auto& layers = net->layers();
@@ -77,6 +140,7 @@ int RunTime(const std::vector<std::string>& args) {
       forward_ms[i] += MsSince(start);
     }
     forward_total += MsSince(iter_start);
+    if (!train) continue;
     const Clock::time_point backward_start = Clock::now();
     // Every layer's Backward runs, with propagate_down saying which bottoms need a gradient
     // (as Caffe's tool does; param gradients are computed regardless).
@@ -96,44 +160,72 @@ int RunTime(const std::vector<std::string>& args) {
   size_t width = 10;
   for (int i = 0; i < n; ++i) width = std::max(width, net->layer_names()[i].size());
   const int w = static_cast<int>(width);
-  std::printf("Average time per layer over %d iterations (%s, %s):\n", FLAGS_iterations,
-              phase == TRAIN ? "TRAIN" : "TEST", device.ToString().c_str());
+  std::printf("Average time per layer over %d iterations (%s, %s, %d threads):\n", FLAGS_iterations,
+              train ? "TRAIN" : "TEST", device.ToString().c_str(), CpuThreads());
   std::printf("  %-*s  %-16s  %12s  %12s\n", w, "layer", "type", "forward ms", "backward ms");
   for (int i = 0; i < n; ++i) {
     std::printf("  %-*s  %-16s  %12.5f  %12.5f\n", w, net->layer_names()[i].c_str(),
                 layers[i]->type(), forward_ms[i] / iters, backward_ms[i] / iters);
   }
   std::printf("Average Forward pass: %.5f ms.\n", forward_total / iters);
-  std::printf("Average Backward pass: %.5f ms.\n", backward_total / iters);
-  std::printf("Average Forward-Backward: %.5f ms.\n", total / iters);
+  if (train) {
+    std::printf("Average Backward pass: %.5f ms.\n", backward_total / iters);
+    std::printf("Average Forward-Backward: %.5f ms.\n", total / iters);
+  }
   std::printf("Total Time: %.5f ms.\n", total);
 
-  // Whole iterations as training runs them: no waits between layers, the parameter update
-  // (data -= diff) included; the host reads the loss once per iteration, as the solver does.
+  // Whole iterations as training or inference runs them: no waits between layers. Training
+  // includes the update: the solver's (lr, momentum, weight decay) with --solver, else the
+  // plain data -= diff; the host reads the loss once per iteration, as the solver does.
+  const auto run_once = [&] {
+    if (solver) {
+      solver->Step(1);
+    } else if (train) {
+      net->ClearParamDiffs();
+      net->Forward();
+      net->Backward();
+      net->Update();
+    } else {
+      net->Forward();
+    }
+  };
+  int whole = 0;
   const PrefetchWait wait_before = TotalPrefetchWait();
-  const Clock::time_point train_start = Clock::now();
-  for (int j = 0; j < FLAGS_iterations; ++j) {
-    net->ClearParamDiffs();
-    net->Forward();
-    net->Backward();
-    net->Update();
+  const Clock::time_point whole_start = Clock::now();
+  while (whole < FLAGS_iterations || MsSince(whole_start) < FLAGS_seconds * 1000) {
+    run_once();
+    ++whole;
+    if (device.is_cuda() && whole >= FLAGS_iterations) sync.Wait();
   }
   sync.Wait();
-  const double train_ms = MsSince(train_start) / iters;
-  const PrefetchWait wait_after = TotalPrefetchWait();
-  int batch = 0;
-  for (const Blob* top : top_vecs.empty() ? std::vector<Blob*>{} : top_vecs[0])
-    if (top->num_axes() > 0) batch = std::max(batch, top->shape(0));
-  std::printf("Average training iteration (forward, backward, update): %.5f ms", train_ms);
-  if (batch > 0) std::printf(" = %.1f images/s (batch %d)", batch * 1000.0 / train_ms, batch);
+  const double whole_ms = MsSince(whole_start) / whole;
+  const int batch = BatchSize(*net);
+  if (!train)
+    std::printf("Average inference pass (forward) over %d iterations: %.5f ms", whole, whole_ms);
+  else if (solver)
+    std::printf(
+        "Average training iteration (forward, backward, %s update) over %d iterations: "
+        "%.5f ms",
+        solver->type(), whole, whole_ms);
+  else
+    std::printf(
+        "Average training iteration (forward, backward, update) over %d iterations: "
+        "%.5f ms",
+        whole, whole_ms);
+  if (batch > 0) std::printf(" = %.1f images/s (batch %d)", batch * 1000.0 / whole_ms, batch);
   std::printf(".\n");
   // Time the data layers' Forward spent waiting for their prefetch threads in those iterations:
   // near 0 when loading keeps up with the net.
+  const PrefetchWait wait_after = TotalPrefetchWait();
   if (wait_after.batches > wait_before.batches)
     std::printf("Data layers waited for data: %.1f ms over %lld batches (%.1f%% of the time).\n",
                 wait_after.ms - wait_before.ms,
                 static_cast<long long>(wait_after.batches - wait_before.batches),
-                100.0 * (wait_after.ms - wait_before.ms) / (train_ms * iters));
+                100.0 * (wait_after.ms - wait_before.ms) / (whole_ms * whole));
+  if (device.is_cpu())
+    std::printf("CPU threads: %d (OpenMP), %d (OpenBLAS, %s kernels).\n", CpuThreads(),
+                BlasThreads(), OpenBlasCoreName().c_str());
+  std::printf("Peak resident memory: %.1f MiB.\n", PeakRssMib());
   if (device.is_cuda())
     std::printf("Peak GPU memory held by crema's allocator: %.1f MiB.\n",
                 gpu::GetMemoryStats(device.id).peak_in_use / 1048576.0);
@@ -143,14 +235,20 @@ int RunTime(const std::vector<std::string>& args) {
 }  // namespace
 }  // namespace crema::cli
 
-CREMA_REGISTER_VERB(time, "time", "benchmark a net: per-layer forward and backward times",
-                    "crema time --model NET.prototxt [--iterations N] [--gpu ID] "
-                    "[--phase TRAIN|TEST] [--stage S] [--level L]\n\n"
-                    "Builds the net (phase TRAIN unless --phase says otherwise), runs one warm-up "
-                    "forward/backward, then N timed iterations of every layer's Forward and "
-                    "Backward, and prints the average milliseconds per layer and per pass, as "
-                    "Caffe's `caffe time`. On a GPU each layer is followed by a device "
-                    "synchronisation so that per-layer times are exact.",
-                    {"model", "iterations", "gpu", "math", "cudnn_workspace_mb", "deterministic",
-                     "phase", "stage", "level"},
-                    &crema::cli::RunTime);
+CREMA_REGISTER_VERB(
+    time, "time", "benchmark a net: per-layer times, then training or inference throughput",
+    "crema time (--model NET.prototxt | --solver SOLVER.prototxt) [--iterations N] [--seconds S] "
+    "[--threads T] [--gpu ID] [--phase TRAIN|TEST] [--stage S] [--level L]\n\n"
+    "Builds the net (phase TRAIN unless --phase says otherwise; with --solver, the solver's "
+    "train net), runs one warm-up pass, then N timed iterations of every layer's Forward and, "
+    "in phase TRAIN, Backward, and prints the average milliseconds per layer and per pass, as "
+    "Caffe's `caffe time`. On a GPU each layer is followed by a device synchronisation so that "
+    "per-layer times are exact. Then it times whole iterations (at least N, and at least S "
+    "seconds with --seconds) without those waits and prints images/s: in phase TRAIN a "
+    "training iteration (forward, backward and the update: the solver's with --solver, with "
+    "its lr, momentum and weight decay; else data -= diff), in phase TEST an inference pass "
+    "(forward only). Last come the CPU threads (--threads, else OMP_NUM_THREADS, sets both "
+    "crema's and OpenBLAS's) and the peak resident memory of the process.",
+    {"model", "solver", "iterations", "seconds", "threads", "gpu", "math", "cudnn_workspace_mb",
+     "deterministic", "phase", "stage", "level"},
+    &crema::cli::RunTime);

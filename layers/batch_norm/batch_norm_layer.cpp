@@ -5,6 +5,7 @@
 #include <string>
 
 #include "crema/layer_registry.hpp"
+#include "math/channel_loops.hpp"
 
 namespace crema {
 namespace {
@@ -101,17 +102,17 @@ void BatchNormLayer::ForwardT(const Blob& bottom, Blob* top) {
       var[c] = factor * blobs_[1]->cpu_data<T>()[c];
     }
   } else {
-    for (int n = 0; n < num_; ++n)
-      for (int c = 0; c < channels_; ++c) {
-        const T* x = bottom_data + (static_cast<int64_t>(n) * channels_ + c) * spatial_dim_;
-        for (int64_t i = 0; i < spatial_dim_; ++i) mean[c] += x[i];
-      }
+    cpu::ChannelSums<double>(
+        num_, channels_, spatial_dim_,
+        [bottom_data](int64_t, int64_t k) { return static_cast<double>(bottom_data[k]); },
+        mean.data());
     for (int c = 0; c < channels_; ++c) mean[c] = m > 0 ? mean[c] / m : 0;
-    for (int n = 0; n < num_; ++n)
-      for (int c = 0; c < channels_; ++c) {
-        const T* x = bottom_data + (static_cast<int64_t>(n) * channels_ + c) * spatial_dim_;
-        for (int64_t i = 0; i < spatial_dim_; ++i) var[c] += (x[i] - mean[c]) * (x[i] - mean[c]);
-      }
+    cpu::ChannelSums<double>(
+        num_, channels_, spatial_dim_,
+        [bottom_data, &mean](int64_t c, int64_t k) {
+          return (bottom_data[k] - mean[c]) * (bottom_data[k] - mean[c]);
+        },
+        var.data());
     for (int c = 0; c < channels_; ++c) var[c] = m > 0 ? var[c] / m : 0;
     const T f = static_cast<T>(moving_average_fraction_);
     T* factor = blobs_[2]->mutable_cpu_data<T>();
@@ -126,17 +127,15 @@ void BatchNormLayer::ForwardT(const Blob& bottom, Blob* top) {
   }
   for (int c = 0; c < channels_; ++c) std_[c] = std::sqrt(var[c] + eps_);
   T* x_norm = x_norm_.mutable_cpu_data<T>();
-  for (int n = 0; n < num_; ++n)
-    for (int c = 0; c < channels_; ++c) {
-      const int64_t offset = (static_cast<int64_t>(n) * channels_ + c) * spatial_dim_;
-      const T mu = static_cast<T>(mean[c]);
-      const T inv_std = static_cast<T>(1 / std_[c]);
-      for (int64_t i = 0; i < spatial_dim_; ++i) {
-        const T y = (bottom_data[offset + i] - mu) * inv_std;
-        top_data[offset + i] = y;
-        x_norm[offset + i] = y;
-      }
+  cpu::ForEachChannelPlane(num_, channels_, spatial_dim_, [&](int64_t c, int64_t offset) {
+    const T mu = static_cast<T>(mean[c]);
+    const T inv_std = static_cast<T>(1 / std_[c]);
+    for (int64_t i = 0; i < spatial_dim_; ++i) {
+      const T y = (bottom_data[offset + i] - mu) * inv_std;
+      top_data[offset + i] = y;
+      x_norm[offset + i] = y;
     }
+  });
 }
 
 template <typename T>
@@ -145,36 +144,31 @@ void BatchNormLayer::BackwardT(const Blob& top, Blob* bottom) {
   const T* top_diff = top.cpu_diff<T>();
   T* bottom_diff = bottom->mutable_cpu_diff<T>();
   if (use_global_stats_) {
-    for (int n = 0; n < num_; ++n)
-      for (int c = 0; c < channels_; ++c) {
-        const int64_t offset = (static_cast<int64_t>(n) * channels_ + c) * spatial_dim_;
-        const T inv_std = static_cast<T>(1 / std_[c]);
-        for (int64_t i = 0; i < spatial_dim_; ++i)
-          bottom_diff[offset + i] = top_diff[offset + i] * inv_std;
-      }
+    cpu::ForEachChannelPlane(num_, channels_, spatial_dim_, [&](int64_t c, int64_t offset) {
+      const T inv_std = static_cast<T>(1 / std_[c]);
+      for (int64_t i = 0; i < spatial_dim_; ++i)
+        bottom_diff[offset + i] = top_diff[offset + i] * inv_std;
+    });
     return;
   }
   const T* y = x_norm_.cpu_data<T>();
   const int64_t m = static_cast<int64_t>(num_) * spatial_dim_;
   std::vector<double> sum_dy(channels_, 0.0), sum_dy_y(channels_, 0.0);
-  for (int n = 0; n < num_; ++n)
-    for (int c = 0; c < channels_; ++c) {
-      const int64_t offset = (static_cast<int64_t>(n) * channels_ + c) * spatial_dim_;
-      for (int64_t i = 0; i < spatial_dim_; ++i) {
-        sum_dy[c] += top_diff[offset + i];
-        sum_dy_y[c] += static_cast<double>(top_diff[offset + i]) * y[offset + i];
-      }
-    }
-  for (int n = 0; n < num_; ++n)
-    for (int c = 0; c < channels_; ++c) {
-      const int64_t offset = (static_cast<int64_t>(n) * channels_ + c) * spatial_dim_;
-      const T mean_dy = static_cast<T>(sum_dy[c] / m);
-      const T mean_dy_y = static_cast<T>(sum_dy_y[c] / m);
-      const T inv_std = static_cast<T>(1 / std_[c]);
-      for (int64_t i = 0; i < spatial_dim_; ++i)
-        bottom_diff[offset + i] =
-            (top_diff[offset + i] - mean_dy - y[offset + i] * mean_dy_y) * inv_std;
-    }
+  cpu::ChannelSums<double>(
+      num_, channels_, spatial_dim_,
+      [top_diff](int64_t, int64_t k) { return static_cast<double>(top_diff[k]); }, sum_dy.data());
+  cpu::ChannelSums<double>(
+      num_, channels_, spatial_dim_,
+      [top_diff, y](int64_t, int64_t k) { return static_cast<double>(top_diff[k]) * y[k]; },
+      sum_dy_y.data());
+  cpu::ForEachChannelPlane(num_, channels_, spatial_dim_, [&](int64_t c, int64_t offset) {
+    const T mean_dy = static_cast<T>(sum_dy[c] / m);
+    const T mean_dy_y = static_cast<T>(sum_dy_y[c] / m);
+    const T inv_std = static_cast<T>(1 / std_[c]);
+    for (int64_t i = 0; i < spatial_dim_; ++i)
+      bottom_diff[offset + i] =
+          (top_diff[offset + i] - mean_dy - y[offset + i] * mean_dy_y) * inv_std;
+  });
 }
 
 void BatchNormLayer::ForwardCpu(const BlobVec& bottom, const BlobVec& top) {

@@ -10,6 +10,7 @@
 #include <vector>
 
 #include "crema/layer_registry.hpp"
+#include "math/blas_setup.hpp"
 #include "support/gradient_checker.hpp"
 #include "support/layer_checks.hpp"
 #include "support/layer_test.hpp"
@@ -279,6 +280,86 @@ TEST(BatchNormCaffe, BatchStatsAndMovingAverages) {
   for (int p = 0; p < 3; ++p)
     ExpectNearRef(*layer->blobs()[p],
                   StrCat(dir, "/params_after_forward/054_bn_batch__param", p, ".f32"), false);
+}
+
+}  // namespace
+}  // namespace crema
+
+namespace crema {
+namespace {
+
+// The layer's float results, bit for bit, against the plain serial loops (one double chain per
+// channel in the order image, position), with 1 and 2 threads, on a blob big enough for the
+// parallel path and with a channel count (7) that is not a multiple of the four-channel blocks.
+TEST(BatchNormLayer, ThreadedLoopsMatchSerialLoopsExactly) {
+  const int num = 3, channels = 7, spatial = 61 * 67;
+  const int64_t count = int64_t{num} * channels * spatial;
+  const int saved_threads = CpuThreads();
+  for (int threads : {1, 2}) {
+    SetCpuThreads(threads);
+    auto layer = testing::CreateLayer(
+        "type: 'BatchNorm' batch_norm_param { moving_average_fraction: 0.9 eps: 0.001 }",
+        DataType::kFloat32);
+    Blob bottom(std::vector<int>{num, channels, 61, 67}, DataType::kFloat32),
+        top(DataType::kFloat32);
+    FillUniform(&bottom, -2, 3, 7);
+    layer->SetUp({&bottom}, {&top});
+    layer->Forward({&bottom}, {&top});
+    const float* x = bottom.cpu_data<float>();
+    std::vector<float> y(count);
+    std::vector<double> inv_std(channels);
+    for (int c = 0; c < channels; ++c) {
+      double mean = 0, var = 0;
+      for (int n = 0; n < num; ++n)
+        for (int i = 0; i < spatial; ++i) mean += x[(int64_t{n} * channels + c) * spatial + i];
+      mean /= double(count / channels);
+      for (int n = 0; n < num; ++n)
+        for (int i = 0; i < spatial; ++i) {
+          const float v = x[(int64_t{n} * channels + c) * spatial + i];
+          var += (v - mean) * (v - mean);
+        }
+      var /= double(count / channels);
+      const double m = double(count / channels);
+      EXPECT_EQ(layer->blobs()[0]->cpu_data<float>()[c], static_cast<float>(mean)) << c;
+      EXPECT_EQ(layer->blobs()[1]->cpu_data<float>()[c], static_cast<float>(m / (m - 1) * var))
+          << c;
+      inv_std[c] = 1 / std::sqrt(var + double(0.001f));
+      for (int n = 0; n < num; ++n)
+        for (int i = 0; i < spatial; ++i) {
+          const int64_t k = (int64_t{n} * channels + c) * spatial + i;
+          y[k] = (x[k] - static_cast<float>(mean)) * static_cast<float>(inv_std[c]);
+        }
+    }
+    int mismatches = 0;
+    for (int64_t k = 0; k < count; ++k) mismatches += top.cpu_data<float>()[k] != y[k];
+    EXPECT_EQ(mismatches, 0) << threads << " threads";
+
+    float* dy = top.mutable_cpu_diff<float>();
+    for (int64_t k = 0; k < count; ++k) dy[k] = static_cast<float>(std::sin(0.37 * k));
+    layer->Backward({&top}, {true}, {&bottom});
+    mismatches = 0;
+    for (int c = 0; c < channels; ++c) {
+      double sum_dy = 0, sum_dy_y = 0;
+      for (int n = 0; n < num; ++n)
+        for (int i = 0; i < spatial; ++i) {
+          const int64_t k = (int64_t{n} * channels + c) * spatial + i;
+          sum_dy += dy[k];
+          sum_dy_y += static_cast<double>(dy[k]) * y[k];
+        }
+      const double m = double(count / channels);
+      const float mean_dy = static_cast<float>(sum_dy / m);
+      const float mean_dy_y = static_cast<float>(sum_dy_y / m);
+      for (int n = 0; n < num; ++n)
+        for (int i = 0; i < spatial; ++i) {
+          const int64_t k = (int64_t{n} * channels + c) * spatial + i;
+          const float expected =
+              (dy[k] - mean_dy - y[k] * mean_dy_y) * static_cast<float>(inv_std[c]);
+          mismatches += bottom.cpu_diff<float>()[k] != expected;
+        }
+    }
+    EXPECT_EQ(mismatches, 0) << threads << " threads";
+  }
+  SetCpuThreads(saved_threads);
 }
 
 }  // namespace

@@ -1,10 +1,13 @@
 #include "layers/scale/scale_layer.hpp"
 
+#include <algorithm>
 #include <memory>
 #include <string>
+#include <vector>
 
 #include "core/filler.hpp"
 #include "crema/layer_registry.hpp"
+#include "math/channel_loops.hpp"
 
 namespace crema {
 
@@ -111,22 +114,22 @@ void ScaleLayer::ForwardT(const BlobVec& bottom, const BlobVec& top) {
   const T* bottom_data = bottom[0]->cpu_data<T>();
   if (top[0] == bottom[0]) {
     T* copy = bottom_copy_.mutable_cpu_data<T>();
-    for (int64_t k = 0; k < bottom[0]->count(); ++k) copy[k] = bottom_data[k];
+    cpu::ForEachChannelPlane(outer_dim_, scale_dim_, inner_dim_, [&](int64_t, int64_t offset) {
+      std::copy(bottom_data + offset, bottom_data + offset + inner_dim_, copy + offset);
+    });
   }
   T* top_data = top[0]->mutable_cpu_data<T>();
-  for (int64_t o = 0; o < outer_dim_; ++o)
-    for (int64_t d = 0; d < scale_dim_; ++d) {
-      const int64_t offset = (o * scale_dim_ + d) * inner_dim_;
-      for (int64_t i = 0; i < inner_dim_; ++i)
-        top_data[offset + i] = bottom_data[offset + i] * scale[d];
-    }
+  cpu::ForEachChannelPlane(outer_dim_, scale_dim_, inner_dim_, [&](int64_t d, int64_t offset) {
+    for (int64_t i = 0; i < inner_dim_; ++i)
+      top_data[offset + i] = bottom_data[offset + i] * scale[d];
+  });
   if (!bias_term_) return;
   const T* bias = blobs_[bias_param_id_]->cpu_data<T>();
-  for (int64_t o = 0; o < bias_outer_dim_; ++o)
-    for (int64_t d = 0; d < bias_dim_; ++d) {
-      T* row = top_data + (o * bias_dim_ + d) * bias_inner_dim_;
-      for (int64_t i = 0; i < bias_inner_dim_; ++i) row[i] += bias[d];
-    }
+  cpu::ForEachChannelPlane(bias_outer_dim_, bias_dim_, bias_inner_dim_,
+                           [&](int64_t d, int64_t offset) {
+                             T* row = top_data + offset;
+                             for (int64_t i = 0; i < bias_inner_dim_; ++i) row[i] += bias[d];
+                           });
 }
 
 template <typename T>
@@ -136,40 +139,33 @@ void ScaleLayer::BackwardT(const BlobVec& top, const std::vector<bool>& propagat
   // In place, the top diff is the bottom diff: the scale and bias diffs are read off it first.
   if (bias_term_ && param_propagate_down(bias_param_id_)) {
     T* bias_diff = blobs_[bias_param_id_]->mutable_cpu_diff<T>();
-    for (int64_t d = 0; d < bias_dim_; ++d) {
-      T sum = 0;
-      for (int64_t o = 0; o < bias_outer_dim_; ++o) {
-        const T* row = top_diff + (o * bias_dim_ + d) * bias_inner_dim_;
-        for (int64_t i = 0; i < bias_inner_dim_; ++i) sum += row[i];
-      }
-      bias_diff[d] += sum;
-    }
+    std::vector<T> sums(bias_dim_);
+    cpu::ChannelSums<T>(
+        bias_outer_dim_, bias_dim_, bias_inner_dim_,
+        [top_diff](int64_t, int64_t k) { return top_diff[k]; }, sums.data());
+    for (int64_t d = 0; d < bias_dim_; ++d) bias_diff[d] += sums[d];
   }
   const bool learned = bottom.size() == 1;
   if (learned ? param_propagate_down(0) : propagate_down[1]) {
     const T* bottom_data =
         (top[0] == bottom[0] ? &bottom_copy_ : static_cast<const Blob*>(bottom[0]))->cpu_data<T>();
     T* scale_diff = (learned ? blobs_[0].get() : bottom[1])->mutable_cpu_diff<T>();
-    for (int64_t d = 0; d < scale_dim_; ++d) {
-      T sum = 0;
-      for (int64_t o = 0; o < outer_dim_; ++o) {
-        const int64_t offset = (o * scale_dim_ + d) * inner_dim_;
-        for (int64_t i = 0; i < inner_dim_; ++i)
-          sum += top_diff[offset + i] * bottom_data[offset + i];
-      }
-      // A learned scale accumulates (the solver clears it); bottom[1]'s diff is written.
-      scale_diff[d] = learned ? scale_diff[d] + sum : sum;
-    }
+    std::vector<T> sums(scale_dim_);
+    cpu::ChannelSums<T>(
+        outer_dim_, scale_dim_, inner_dim_,
+        [top_diff, bottom_data](int64_t, int64_t k) { return top_diff[k] * bottom_data[k]; },
+        sums.data());
+    // A learned scale accumulates (the solver clears it); bottom[1]'s diff is written.
+    for (int64_t d = 0; d < scale_dim_; ++d)
+      scale_diff[d] = learned ? scale_diff[d] + sums[d] : sums[d];
   }
   if (propagate_down[0]) {
     const T* scale = (learned ? blobs_[0].get() : bottom[1])->cpu_data<T>();
     T* bottom_diff = bottom[0]->mutable_cpu_diff<T>();
-    for (int64_t o = 0; o < outer_dim_; ++o)
-      for (int64_t d = 0; d < scale_dim_; ++d) {
-        const int64_t offset = (o * scale_dim_ + d) * inner_dim_;
-        for (int64_t i = 0; i < inner_dim_; ++i)
-          bottom_diff[offset + i] = top_diff[offset + i] * scale[d];
-      }
+    cpu::ForEachChannelPlane(outer_dim_, scale_dim_, inner_dim_, [&](int64_t d, int64_t offset) {
+      for (int64_t i = 0; i < inner_dim_; ++i)
+        bottom_diff[offset + i] = top_diff[offset + i] * scale[d];
+    });
   }
 }
 

@@ -10,6 +10,7 @@
 #include <vector>
 
 #include "crema/layer_registry.hpp"
+#include "math/blas_setup.hpp"
 #include "support/gradient_checker.hpp"
 #include "support/layer_checks.hpp"
 #include "support/layer_test.hpp"
@@ -193,6 +194,65 @@ TEST(ScaleCaffe, Axis2NumAxes2) {
                           "bwd/107_side_f3__bottom0_scale_axis2.f32",
                           {"bwd/064_scale_axis2__bottom0_swish_swish_0_split_0.f32"},
                           {"grad/064_scale_axis2__param0.f32"}});
+}
+
+}  // namespace
+}  // namespace crema
+
+namespace crema {
+namespace {
+
+// In place (as after BatchNorm), the float results bit for bit against the plain serial loops
+// (one float chain per channel in the order outer, inner), with 1 and 2 threads, on a blob big
+// enough for the parallel path and with a channel count (7) that is not a multiple of four.
+TEST(ScaleValues, ThreadedLoopsMatchSerialLoopsExactly) {
+  const int outer = 3, channels = 7, inner = 59 * 61;
+  const int64_t count = int64_t{outer} * channels * inner;
+  const int saved_threads = CpuThreads();
+  for (int threads : {1, 2}) {
+    SetCpuThreads(threads);
+    auto layer = testing::CreateLayer(
+        "type: 'Scale' scale_param { bias_term: true filler { type: 'uniform' min: -2 max: 2 } "
+        "bias_filler { type: 'uniform' min: -1 max: 1 } }",
+        DataType::kFloat32);
+    Blob blob(std::vector<int>{outer, channels, 59, 61}, DataType::kFloat32);
+    FillUniform(&blob, -2, 3, 11);
+    const std::vector<float> x(blob.cpu_data<float>(), blob.cpu_data<float>() + count);
+    layer->SetUp({&blob}, {&blob});
+    layer->Forward({&blob}, {&blob});
+    const float* s = layer->blobs()[0]->cpu_data<float>();
+    const float* b = layer->blobs()[1]->cpu_data<float>();
+    int mismatches = 0;
+    for (int64_t k = 0; k < count; ++k) {
+      const int64_t d = k / inner % channels;
+      float expected = x[k] * s[d];
+      expected += b[d];
+      mismatches += blob.cpu_data<float>()[k] != expected;
+    }
+    EXPECT_EQ(mismatches, 0) << threads << " threads";
+
+    std::vector<float> dy(count);
+    for (int64_t k = 0; k < count; ++k) dy[k] = static_cast<float>(std::cos(0.29 * k));
+    std::copy(dy.begin(), dy.end(), blob.mutable_cpu_diff<float>());
+    for (auto& param : layer->blobs()) param->SetDiffZero();
+    layer->Backward({&blob}, {true}, {&blob});
+    for (int d = 0; d < channels; ++d) {
+      float sum = 0, sum_x = 0;
+      for (int o = 0; o < outer; ++o)
+        for (int i = 0; i < inner; ++i) {
+          const int64_t k = (int64_t{o} * channels + d) * inner + i;
+          sum += dy[k];
+          sum_x += dy[k] * x[k];
+        }
+      EXPECT_EQ(layer->blobs()[1]->cpu_diff<float>()[d], 0.0f + sum) << d;
+      EXPECT_EQ(layer->blobs()[0]->cpu_diff<float>()[d], 0.0f + sum_x) << d;
+    }
+    mismatches = 0;
+    for (int64_t k = 0; k < count; ++k)
+      mismatches += blob.cpu_diff<float>()[k] != dy[k] * s[k / inner % channels];
+    EXPECT_EQ(mismatches, 0) << threads << " threads";
+  }
+  SetCpuThreads(saved_threads);
 }
 
 }  // namespace

@@ -1,5 +1,9 @@
 #include "math/blas_setup.hpp"
 
+#ifdef _OPENMP
+#include <omp.h>
+#endif
+
 #include <algorithm>
 #include <cstdlib>
 #include <string>
@@ -8,6 +12,7 @@
 extern "C" {
 char* openblas_get_corename(void);
 void openblas_set_num_threads(int num_threads);
+int openblas_get_num_threads(void);
 }
 
 namespace crema {
@@ -41,5 +46,23 @@ std::string BetterOpenBlasCoreType() {
 void SetBlasThreads(int threads) {
   if (threads > 0) openblas_set_num_threads(threads);
 }
+
+void SetCpuThreads(int threads) {
+  if (threads <= 0) return;
+#ifdef _OPENMP
+  omp_set_num_threads(threads);
+#endif
+  SetBlasThreads(threads);
+}
+
+int CpuThreads() {
+#ifdef _OPENMP
+  return omp_get_max_threads();
+#else
+  return 1;
+#endif
+}
+
+int BlasThreads() { return openblas_get_num_threads(); }
 
 }  // namespace crema

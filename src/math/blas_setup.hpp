@@ -13,5 +13,11 @@ std::string OpenBlasCoreName();
 std::string BetterOpenBlasCoreType();
 // Sets the number of BLAS threads (0 = leave OpenBLAS's default).
 void SetBlasThreads(int threads);
+// Sets the threads of crema's OpenMP loops and of OpenBLAS together (threads > 0).
+void SetCpuThreads(int threads);
+// The threads a parallel region of crema uses now (OpenMP's max threads; 1 without OpenMP).
+int CpuThreads();
+// The threads OpenBLAS uses now.
+int BlasThreads();
 
 }  // namespace crema

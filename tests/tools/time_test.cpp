@@ -1,0 +1,101 @@
+// `crema time` end to end: training iterations with the solver's update (--solver), inference
+// passes (--phase TEST, forward only), --iterations/--seconds, --threads and the peak RSS line.
+#include <gtest/gtest.h>
+
+#include <fstream>
+#include <regex>
+#include <string>
+
+#include "crema/layer_registry.hpp"
+#include "image_tool_util.hpp"
+
+namespace crema {
+namespace {
+
+using testing::RunCrema;
+
+// Batch 4 of 3x5x5 constants -> InnerProduct (3 outputs) -> SoftmaxWithLoss.
+constexpr char kNet[] = R"(name: "timed"
+layer { name: "data" type: "DummyData" top: "data" top: "label"
+        dummy_data_param { shape { dim: 4 dim: 3 dim: 5 dim: 5 } shape { dim: 4 }
+                           data_filler { type: "constant" value: 0.5 }
+                           data_filler { type: "constant" value: 1 } } }
+layer { name: "ip" type: "InnerProduct" bottom: "data" top: "ip"
+        inner_product_param { num_output: 3 weight_filler { type: "xavier" } } }
+layer { name: "loss" type: "SoftmaxWithLoss" bottom: "ip" bottom: "label" top: "loss" }
+)";
+
+class TimeTest : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    if (!LayerRegistry::Has("DummyData") || !LayerRegistry::Has("InnerProduct") ||
+        !LayerRegistry::Has("SoftmaxWithLoss"))
+      GTEST_SKIP() << "layer types of the test net are not built";
+    dir_ = ::testing::TempDir();
+    net_ = dir_ + "/timed.prototxt";
+    solver_ = dir_ + "/timed_solver.prototxt";
+    std::ofstream(net_) << kNet;
+    std::ofstream(solver_) << "net: \"" << net_
+                           << "\"\nbase_lr: 0.01 momentum: 0.9 weight_decay: 0.0005 "
+                              "lr_policy: \"fixed\" max_iter: 1000 display: 1 test_interval: 0 "
+                              "snapshot: 0\n";
+  }
+  std::string dir_, net_, solver_;
+};
+
+TEST_F(TimeTest, TrainingWithSolverUpdate) {
+  const testing::CremaResult r = RunCrema("time --solver " + solver_ + " --iterations 3");
+  ASSERT_EQ(r.rc, 0) << r.output;
+  EXPECT_NE(r.output.find("Average Backward pass"), std::string::npos) << r.output;
+  EXPECT_TRUE(std::regex_search(
+      r.output, std::regex("Average training iteration \\(forward, backward, SGD update\\) over 3 "
+                           "iterations: [0-9.]+ ms = [0-9.]+ images/s \\(batch 4\\)")))
+      << r.output;
+  EXPECT_TRUE(std::regex_search(r.output, std::regex("Peak resident memory: [0-9.]+ MiB")))
+      << r.output;
+}
+
+TEST_F(TimeTest, PlainUpdateWithModel) {
+  const testing::CremaResult r = RunCrema("time --model " + net_ + " --iterations 2");
+  ASSERT_EQ(r.rc, 0) << r.output;
+  EXPECT_NE(r.output.find("Average training iteration (forward, backward, update) over 2 "),
+            std::string::npos)
+      << r.output;
+}
+
+TEST_F(TimeTest, InferenceIsForwardOnly) {
+  const testing::CremaResult r =
+      RunCrema("time --model " + net_ + " --phase TEST --iterations 2 --threads 1");
+  ASSERT_EQ(r.rc, 0) << r.output;
+  EXPECT_EQ(r.output.find("Backward"), std::string::npos) << r.output;
+  EXPECT_TRUE(std::regex_search(
+      r.output, std::regex("Average inference pass \\(forward\\) over 2 iterations: [0-9.]+ ms = "
+                           "[0-9.]+ images/s \\(batch 4\\)")))
+      << r.output;
+  // Every layer's backward column is zero.
+  EXPECT_TRUE(std::regex_search(r.output, std::regex("ip +InnerProduct +[0-9.]+ +0\\.00000")))
+      << r.output;
+  EXPECT_NE(r.output.find("CPU threads: 1 (OpenMP), 1 (OpenBLAS"), std::string::npos) << r.output;
+}
+
+TEST_F(TimeTest, SecondsRunsAtLeastTheIterations) {
+  const testing::CremaResult r =
+      RunCrema("time --model " + net_ + " --phase TEST --iterations 2 --seconds 0.05");
+  ASSERT_EQ(r.rc, 0) << r.output;
+  std::smatch m;
+  ASSERT_TRUE(std::regex_search(r.output, m, std::regex("over ([0-9]+) iterations: "))) << r.output;
+  EXPECT_GE(std::stoi(m[1]), 2) << r.output;
+}
+
+TEST_F(TimeTest, BadFlagsAreConfigErrors) {
+  EXPECT_EQ(RunCrema("time --model " + net_ + " --solver " + solver_).rc, 2);
+  EXPECT_EQ(RunCrema("time --solver " + solver_ + " --phase TEST").rc, 2);
+  EXPECT_EQ(RunCrema("time --model " + net_ + " --seconds -1").rc, 2);
+  EXPECT_EQ(RunCrema("time --model " + net_ + " --threads -2").rc, 2);
+  const testing::CremaResult r = RunCrema("time");
+  EXPECT_EQ(r.rc, 2) << r.output;
+  EXPECT_NE(r.output.find("--model"), std::string::npos) << r.output;
+}
+
+}  // namespace
+}  // namespace crema
