@@ -184,6 +184,39 @@ TEST(SolverDataState, StateHoldsThePositionOfTheConsumedBatches) {
   EXPECT_FALSE(state.data_state(0).transform_rng().empty());
 }
 
+TEST(SolverDataState, TestNetPositionResumes) {
+  // Tests every 2 iterations read 3 batches each from a test net's own reader; a test pass after
+  // the restore continues where the tests before the snapshot stopped.
+  const std::string lmdb = WriteLmdb("test_net_lmdb", 37);
+  const std::string prefix = testing::TempDir() + "/test_net";
+  const std::string text =
+      SolverText(DataLayer(lmdb, 8) + DataLayer(lmdb, 8, "TEST")) +
+      " test_iter: 3 test_interval: 2 test_initialization: false snapshot_prefix: \"" + prefix +
+      "\"";
+  std::vector<std::pair<std::string, double>> straight;
+  {
+    auto solver = MakeSolver(text);
+    solver->Step(10);
+    straight = solver->TestAll()[0];
+  }
+  {
+    auto solver = MakeSolver(text);
+    solver->Step(5);
+    solver->Snapshot();
+  }
+  SolverState state;
+  ReadBinaryProto(prefix + "_iter_5.solverstate", &state);
+  ASSERT_EQ(state.data_state_size(), 2);
+  EXPECT_EQ(state.data_state(1).net(), 1);
+  EXPECT_EQ(state.data_state(1).position(), 48 - 37);  // tests at 2 and 4: 6 batches of 8
+  auto solver = MakeSolver(text);
+  solver->Restore(prefix + "_iter_5.solverstate");
+  solver->Step(5);
+  const auto resumed = solver->TestAll()[0];
+  ASSERT_EQ(straight.size(), resumed.size());
+  for (size_t i = 0; i < straight.size(); ++i) EXPECT_EQ(straight[i].second, resumed[i].second);
+}
+
 TEST(SolverDataState, OldStateWithoutPositionsStillResumes) {
   const std::string lmdb = WriteLmdb("old_lmdb", 37);
   const std::string prefix = testing::TempDir() + "/old";
