@@ -27,7 +27,9 @@ DEFINE_int32(cudnn_workspace_mb, 1024,
              "not used.");
 DEFINE_bool(deterministic, false,
             "GPU: use only deterministic cuDNN algorithms, chosen by heuristics rather than "
-            "timing, so repeated runs give identical results.");
+            "timing, so repeated runs give identical results. train: also the solver's "
+            "deterministic mode (seeded from random_seed, CPU results independent of the "
+            "thread count).");
 DEFINE_int32(iterations, 50, "The number of iterations (batches) to run.");
 DEFINE_string(phase, "", "Network phase: TRAIN or TEST.");
 DEFINE_string(stage, "", "Network stages, separated by commas (NetState.stage).");

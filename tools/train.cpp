@@ -175,6 +175,7 @@ int RunTrain(const std::vector<std::string>& args) {
   // The nets are read relative to the cwd, as the solver does. Once inlined, errors inside an
   // overridden net name its layer but no longer its file and line.
   ApplyNetOverrides(overrides, "", &param);
+  if (FLAGS_deterministic) param.set_deterministic(true);
 
   std::string snapshot = resume ? "" : FLAGS_snapshot;
   if (resume) {
@@ -190,7 +191,8 @@ int RunTrain(const std::vector<std::string>& args) {
   }
   if (!snapshot.empty() && !overrides.empty())
     LOG(INFO) << "Resuming with --set: the .solverstate holds only the iteration, the "
-                 "learning-rate step and the update history; every other setting comes from "
+                 "learning-rate step, the update history and the data positions; every other "
+                 "setting comes from "
               << FLAGS_solver << " and --set";
 
   // Weights to start from: --weights, else the solver's `weights` fields; none when resuming.
@@ -218,6 +220,7 @@ int RunTrain(const std::vector<std::string>& args) {
   if (options.progress && FLAGS_log_dir.empty()) FLAGS_minloglevel = google::GLOG_WARNING;
   LOG(INFO) << "Using " << options.device.ToString();
   std::unique_ptr<Solver> solver = Solver::Create(param, options);
+  if (param.deterministic()) effective.set_random_seed(solver->param().random_seed());  // picked
   WriteEffectiveSolver(effective);
 
   for (const std::string& file : weights) {
@@ -285,9 +288,17 @@ CREMA_REGISTER_VERB(
     "--resume (or --snapshot auto) continues from the newest <snapshot_prefix>_iter_N"
     ".solverstate(.h5) (highest N); when there is none it says so and starts from iteration 0, "
     "so the same command line starts and restarts a job. A .solverstate holds only the "
-    "iteration, the learning-rate step and the update history: the schedule (max_iter, "
-    "base_lr, stepvalue, ...) comes from the solver file plus --set, so --set max_iter=N "
-    "extends a finished run.\n\n"
+    "iteration, the learning-rate step, the update history and where each data layer is in its "
+    "source (so a resumed run reads the batches the uninterrupted run would have read; a state "
+    "written by Caffe restarts the data from the first record, with a notice): the schedule "
+    "(max_iter, base_lr, stepvalue, ...) comes from the solver file plus --set, so --set "
+    "max_iter=N extends a finished run.\n\n"
+    "--deterministic (or deterministic: true in the solver) seeds everything from random_seed "
+    "(one is picked and logged when it is unset), sums CPU reductions in a fixed order so "
+    "results do not depend on the thread count, and restricts cuDNN to deterministic "
+    "algorithms. Epoch-based solver fields: max_epoch (max_iter from the train data layer's "
+    "record count), test_interval_epochs, test_whole_set (test_iter covers each test set "
+    "once).\n\n"
     "Beside the snapshots: <snapshot_prefix>_metrics.jsonl (JSON lines: every iteration's lr, "
     "loss and outputs, every test's scores) and TensorBoard events in "
     "<snapshot_prefix>_tensorboard/. On a terminal (--progress auto) a live progress line "

@@ -65,6 +65,17 @@ class Layer {
   // Whether ForwardGpu/BackwardGpu are real kernels (otherwise they run the CPU code).
   virtual bool HasGpuKernels() const { return false; }
 
+  // Data layers that know their source's size: the records in one pass over it (-1: unknown or
+  // not a data layer) and the records per Forward.
+  virtual int64_t NumRecords() const { return -1; }
+  virtual int64_t BatchSize() const { return 0; }
+  // Data layers: writes where the layer is in its source, as of the last batch Forward handed
+  // out (prefetched batches not counted), and returns true; false for layers without a position.
+  virtual bool SaveDataState(DataLayerState* state) const { return false; }
+  // Continues reading from a state SaveDataState wrote (RuntimeError when the source no longer
+  // fits it).
+  virtual void RestoreDataState(const DataLayerState& state) {}
+
   bool param_propagate_down(int param_id) const {
     return param_id < static_cast<int>(param_propagate_down_.size()) &&
            param_propagate_down_[param_id];

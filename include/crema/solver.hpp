@@ -91,6 +91,11 @@ class Solver {
   void UpdateSmoothedLoss(double loss, int start_iter, int average_loss);
   // Error prefix naming the solver file and field.
   std::string ErrorAt(const std::string& field) const;
+  // The read positions of the data layers of every net, as of the last batch each consumed
+  // (SolverState.data_state), and back; a state without them (Caffe's, older crema's) leaves the
+  // data layers where they are, with a notice.
+  void SaveDataStates(SolverState* state) const;
+  void RestoreDataStates(const SolverState& state, const std::string& state_file);
 
   SolverParameter param_;
   SolverOptions options_;
@@ -116,6 +121,12 @@ class Solver {
  private:
   void InitTrainNet();
   void InitTestNets();
+  // deterministic: the seed and the process-wide deterministic setting.
+  void SetUpDeterminism();
+  // max_epoch and test_interval_epochs -> max_iter and test_interval.
+  void ApplyEpochSettings();
+  // test_whole_set: test_iter from each test net's data layer; remembers where they start.
+  void ApplyTestWholeSet();
   void CheckMonitors() const;
   Action GetRequestedAction() const;
   // The lr_policy's rate, before reduce_lr_on_plateau.
@@ -132,6 +143,8 @@ class Solver {
   std::chrono::steady_clock::time_point start_time_ = std::chrono::steady_clock::now();
   std::vector<std::pair<std::string, std::string>> kept_snapshots_;
   bool snapshot_best_ = false;
+  // test_whole_set: each test net's data layers at their start, restored before each pass.
+  std::vector<std::vector<std::pair<Layer*, DataLayerState>>> test_start_states_;
 };
 
 class SolverRegistry {

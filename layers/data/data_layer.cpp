@@ -143,10 +143,64 @@ void DataLayer::LayerSetUp(const BlobVec& bottom, const BlobVec& top) {
     if (output_labels_) batches_.back()->label.Reshape(std::vector<int>{batch_size_});
   }
   workers_ = std::make_unique<WorkerPool>(threads);
-  prefetcher_ = std::make_unique<Prefetcher>(static_cast<int>(param.prefetch()), [this](int slot) {
+  handed_ = ReaderState();
+  StartPrefetch();
+}
+
+void DataLayer::StartPrefetch() {
+  prefetcher_ = std::make_unique<Prefetcher>(static_cast<int>(batches_.size()), [this](int slot) {
     WithPrefix(prefix_, [&] { LoadBatch(batches_[slot].get()); });
   });
   prefetcher_->Start();
+}
+
+DataLayerState DataLayer::ReaderState() const {
+  DataLayerState state;
+  state.set_position(static_cast<int64_t>(position_));
+  state.set_records_seen(records_seen_);
+  state.set_pass_size(pass_size_);
+  state.set_skipped(skipped_);
+  state.set_consecutive_bad(consecutive_bad_);
+  if (transformer_->NeedsRandom()) state.set_transform_rng(transformer_->RandState());
+  return state;
+}
+
+int64_t DataLayer::NumRecords() const {
+  if (num_records_ < 0) {
+    const int64_t total = db_->Count();
+    // Positions i < total with i % num_shards == shard_id.
+    const int64_t shards = static_cast<int64_t>(num_shards_), id = static_cast<int64_t>(shard_id_);
+    num_records_ = total > id ? (total - id + shards - 1) / shards : 0;
+  }
+  return num_records_;
+}
+
+bool DataLayer::SaveDataState(DataLayerState* state) const {
+  *state = handed_;
+  state->set_layer(name());
+  state->set_type(type());
+  return true;
+}
+
+void DataLayer::RestoreDataState(const DataLayerState& state) {
+  prefetcher_.reset();  // stops the loading thread; its prefetched batches are dropped
+  const int64_t position = state.position();
+  cursor_->SeekToFirst();
+  for (int64_t i = 0; i < position && cursor_->valid(); ++i) cursor_->Next();
+  if (position < 0 || !cursor_->valid() ||
+      position % static_cast<int64_t>(num_shards_) != static_cast<int64_t>(shard_id_))
+    throw RuntimeError(prefix_ + StrCat("cannot resume reading '", source_, "' at record ",
+                                        position, ": the source has changed since the snapshot"));
+  position_ = static_cast<uint64_t>(position);
+  records_seen_ = state.records_seen();
+  pass_size_ = state.pass_size();
+  skipped_ = reported_skipped_ = state.skipped();
+  consecutive_bad_ = state.consecutive_bad();
+  if (transformer_->NeedsRandom()) {
+    WithPrefix(prefix_, [&] { transformer_->SetRandState(state.transform_rng()); });
+  }
+  handed_ = ReaderState();
+  StartPrefetch();
 }
 
 std::string DataLayer::RecordName(const std::string& key) const {
@@ -224,7 +278,7 @@ void DataLayer::LoadBatch(Batch* batch) {
         labels[k] = static_cast<T>(items_[order[k]].datum.label());
     });
   }
-  batch->skipped = skipped_;
+  batch->end = ReaderState();
 }
 
 void DataLayer::ForwardCpu(const BlobVec& bottom, const BlobVec& top) {
@@ -240,7 +294,7 @@ void DataLayer::ForwardCpu(const BlobVec& bottom, const BlobVec& top) {
     std::memcpy(top[1]->data()->mutable_cpu_data(), batch.label.data()->cpu_data(),
                 batch.label.count() * SizeOf(batch.label.dtype()));
   }
-  handed_skipped_ = batch.skipped;
+  handed_ = batch.end;
   prefetcher_->Release(slot);
 }
 

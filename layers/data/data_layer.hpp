@@ -21,6 +21,11 @@
 // drawn from a seed taken from the calling thread's generator at set-up; the random words of the
 // items are drawn in batch order, as one thread would (Caffe's sequence), so batches depend on
 // the seed only, not on the number of threads or on timing.
+// Resuming (SaveDataState / RestoreDataState): each batch carries the reader's state after it
+// (cursor position, pass counters, the transformer's generator); the state saved is that of the
+// last batch Forward handed out, so batches prefetched but not consumed are read again after a
+// restore. NumRecords: the records of the shard in one pass (LMDB's statistics; LevelDB counts
+// its keys once), bad records included.
 #include <cstdint>
 #include <exception>
 #include <memory>
@@ -49,7 +54,12 @@ class DataLayer final : public Layer {
   int MaxTopBlobs() const override { return 2; }
 
   // Bad records skipped (on_bad_record: SKIP) up to the end of the last batch handed out.
-  int64_t skipped_records() const { return handed_skipped_; }
+  int64_t skipped_records() const { return handed_.skipped(); }
+
+  int64_t NumRecords() const override;
+  int64_t BatchSize() const override { return batch_size_; }
+  bool SaveDataState(DataLayerState* state) const override;
+  void RestoreDataState(const DataLayerState& state) override;
 
  protected:
   void ForwardCpu(const BlobVec& bottom, const BlobVec& top) override;
@@ -61,7 +71,7 @@ class DataLayer final : public Layer {
     explicit Batch(DataType type) : data(type), label(type) {}
     Blob data;
     Blob label;
-    int64_t skipped = 0;  // bad records skipped up to the end of this batch
+    DataLayerState end;  // the reader's state after this batch
   };
   // One record on its way into a batch; owned by the loading thread and its workers.
   struct Item {
@@ -82,6 +92,9 @@ class DataLayer final : public Layer {
   void NextRecord();
   bool InShard() const { return position_ % num_shards_ == shard_id_; }
   std::string RecordName(const std::string& key) const;
+  // The reader's state now (loading thread, or with the prefetcher stopped).
+  DataLayerState ReaderState() const;
+  void StartPrefetch();
 
   std::string source_;
   std::string prefix_;  // ErrorPrefix(), computed at set-up for the loading thread
@@ -93,13 +106,14 @@ class DataLayer final : public Layer {
   std::unique_ptr<DataTransformer> transformer_;
 
   uint64_t shard_id_ = 0, num_shards_ = 1;
-  uint64_t position_ = 0;         // of the cursor's record in the DB
-  int64_t records_seen_ = 0;      // records of the shard met before the first wrap
-  int64_t pass_size_ = -1;        // records of the shard in one pass, once known
-  int64_t consecutive_bad_ = 0;   // bad records since the last good one
-  int64_t skipped_ = 0;           // by the loading thread
-  int64_t reported_skipped_ = 0;  // the count in the last summary
-  int64_t handed_skipped_ = 0;    // as of the last batch Forward handed out
+  uint64_t position_ = 0;             // of the cursor's record in the DB
+  int64_t records_seen_ = 0;          // records of the shard met before the first wrap
+  int64_t pass_size_ = -1;            // records of the shard in one pass, once known
+  int64_t consecutive_bad_ = 0;       // bad records since the last good one
+  int64_t skipped_ = 0;               // by the loading thread
+  int64_t reported_skipped_ = 0;      // the count in the last summary
+  DataLayerState handed_;             // the reader's state after the last batch handed out
+  mutable int64_t num_records_ = -1;  // of the shard, counted on first use
 
   std::vector<Item> items_;
   std::vector<std::unique_ptr<Batch>> batches_;

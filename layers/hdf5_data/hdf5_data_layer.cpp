@@ -126,6 +126,65 @@ void HDF5DataLayer::NextRow() {
   current_row_ = 0;
 }
 
+int64_t HDF5DataLayer::NumRecords() const {
+  if (num_records_ < 0) {
+    int64_t rows = 0;
+    for (const std::string& path : files_) {
+      try {
+        Hdf5File file(path, Hdf5File::Mode::kRead);
+        const std::vector<int> shape = Hdf5DatasetShape(file.id(), top_names_[0]);
+        if (!shape.empty()) rows += shape[0];
+      } catch (const std::exception& e) {
+        throw RuntimeError(ErrorPrefix() + StrCat("HDF5 file '", path, "': ", e.what()));
+      }
+    }
+    num_records_ = rows;
+  }
+  return num_records_;
+}
+
+bool HDF5DataLayer::SaveDataState(DataLayerState* state) const {
+  state->Clear();
+  state->set_layer(name());
+  state->set_type(type());
+  state->set_file(current_file_);
+  state->set_position(current_row_);
+  state->mutable_file_order()->Assign(file_permutation_.begin(), file_permutation_.end());
+  if (shuffle_) {
+    state->mutable_order()->Assign(row_permutation_.begin(), row_permutation_.end());
+    state->set_shuffle_rng(EngineState(rng_));
+  }
+  return true;
+}
+
+void HDF5DataLayer::RestoreDataState(const DataLayerState& state) {
+  const std::string changed = ErrorPrefix() + StrCat("cannot resume reading '", source_,
+                                                     "': the data has changed since the snapshot");
+  const int64_t num_files = static_cast<int64_t>(files_.size());
+  std::vector<bool> seen(files_.size(), false);
+  bool valid = state.file_order_size() == num_files && state.file() >= 0 &&
+               state.file() < num_files && state.position() >= 0;
+  for (int i = 0; valid && i < state.file_order_size(); ++i) {
+    const int64_t index = state.file_order(i);
+    valid = index >= 0 && index < num_files && !seen[index];
+    if (valid) seen[index] = true;
+  }
+  if (!valid) throw RuntimeError(changed);
+  file_permutation_.assign(state.file_order().begin(), state.file_order().end());
+  current_file_ = static_cast<int>(state.file());
+  LoadFile();
+  const int64_t rows = data_[0]->shape(0);
+  if (state.position() >= rows || (shuffle_ && state.order_size() != rows))
+    throw RuntimeError(changed);
+  if (shuffle_) {
+    row_permutation_.assign(state.order().begin(), state.order().end());
+    for (const int64_t row : row_permutation_)
+      if (row < 0 || row >= rows) throw RuntimeError(changed);
+    SetEngineState(state.shuffle_rng(), &rng_);
+  }
+  current_row_ = state.position();
+}
+
 void HDF5DataLayer::ForwardCpu(const BlobVec& bottom, const BlobVec& top) {
   for (Blob* t : top)
     if (t->dtype() != dtype_) t->set_dtype(dtype_);

@@ -8,10 +8,13 @@
 // loaded, after the last file the first again. shuffle: the file order is shuffled at set-up and
 // after each pass over the files, the row order whenever a file is (re)started, as Caffe (with
 // the layer's own generator, seeded from the thread's generator at set-up).
+// Resuming (SaveDataState / RestoreDataState): the file and row order, the next row and the
+// generator. NumRecords: the rows of all the files (their headers read once).
 // Errors: a source or .h5 file that can't be read, a missing dataset, mismatched rows or trailing
 // dims -> RuntimeError naming the file. transform_param is refused (ConfigError), as Caffe.
 // No bottoms, no backward.
 // Params: hdf5_data_param { source, batch_size, shuffle (default false) }.
+#include <cstdint>
 #include <memory>
 #include <random>
 #include <string>
@@ -30,6 +33,11 @@ class HDF5DataLayer final : public Layer {
   void Reshape(const BlobVec& bottom, const BlobVec& top) override {}
   int ExactNumBottomBlobs() const override { return 0; }
   int MinTopBlobs() const override { return 1; }
+
+  int64_t NumRecords() const override;
+  int64_t BatchSize() const override { return batch_size_; }
+  bool SaveDataState(DataLayerState* state) const override;
+  void RestoreDataState(const DataLayerState& state) override;
 
  protected:
   void ForwardCpu(const BlobVec& bottom, const BlobVec& top) override;
@@ -53,6 +61,7 @@ class HDF5DataLayer final : public Layer {
   int current_file_ = 0;
   int64_t current_row_ = 0;
   std::mt19937 rng_;
+  mutable int64_t num_records_ = -1;  // counted on first use
 };
 
 }  // namespace crema

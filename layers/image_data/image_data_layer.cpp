@@ -38,8 +38,52 @@ ImageDataLayer::~ImageDataLayer() {
 }
 
 void ImageDataLayer::ShuffleLines() {
-  for (int64_t i = static_cast<int64_t>(lines_.size()) - 1; i > 0; --i)
-    std::swap(lines_[i], lines_[BoostUniform(&shuffle_rng_, static_cast<uint32_t>(i))]);
+  for (int64_t i = static_cast<int64_t>(lines_.size()) - 1; i > 0; --i) {
+    const uint32_t j = BoostUniform(&shuffle_rng_, static_cast<uint32_t>(i));
+    std::swap(lines_[i], lines_[j]);
+    std::swap(order_[i], order_[j]);
+  }
+}
+
+bool ImageDataLayer::SaveDataState(DataLayerState* state) const {
+  state->Clear();
+  state->set_layer(name());
+  state->set_type(type());
+  state->set_position(line_id_);
+  state->set_skipped(skipped_);
+  state->set_consecutive_bad(consecutive_bad_);
+  if (shuffle_) {
+    state->mutable_order()->Assign(order_.begin(), order_.end());
+    state->set_shuffle_rng(EngineState(shuffle_rng_));
+  }
+  if (transformer_->NeedsRandom()) state->set_transform_rng(transformer_->RandState());
+  return true;
+}
+
+void ImageDataLayer::RestoreDataState(const DataLayerState& state) {
+  const int64_t size = static_cast<int64_t>(lines_.size());
+  const std::string changed =
+      StrCat("cannot resume reading '", source_, "': the list has changed since the snapshot");
+  if (state.position() < 0 || state.position() >= size) throw RuntimeError(prefix_ + changed);
+  if (shuffle_) {
+    if (state.order_size() != size) throw RuntimeError(prefix_ + changed);
+    std::vector<bool> seen(lines_.size(), false);
+    for (const int64_t index : state.order()) {
+      if (index < 0 || index >= size || seen[index]) throw RuntimeError(prefix_ + changed);
+      seen[index] = true;
+    }
+    std::vector<std::pair<std::string, int>> as_read(lines_.size());
+    for (int64_t i = 0; i < size; ++i) as_read[order_[i]] = std::move(lines_[i]);
+    for (int64_t i = 0; i < size; ++i) {
+      order_[i] = state.order(static_cast<int>(i));
+      lines_[i] = std::move(as_read[order_[i]]);
+    }
+    SetEngineState(state.shuffle_rng(), &shuffle_rng_);
+  }
+  if (transformer_->NeedsRandom()) transformer_->SetRandState(state.transform_rng());
+  line_id_ = static_cast<int>(state.position());
+  skipped_ = state.skipped();
+  consecutive_bad_ = state.consecutive_bad();
 }
 
 void ImageDataLayer::LayerSetUp(const BlobVec& bottom, const BlobVec& top) {
@@ -88,6 +132,8 @@ void ImageDataLayer::LayerSetUp(const BlobVec& bottom, const BlobVec& top) {
   if (lines_.empty())
     throw RuntimeError(ErrorPrefix("image_data_param.source") +
                        StrCat("image_data_param.source '", source_, "' lists no images"));
+  order_.resize(lines_.size());
+  for (size_t i = 0; i < order_.size(); ++i) order_[i] = static_cast<int64_t>(i);
 
   try {
     transformer_ = std::make_unique<DataTransformer>(layer_param_.transform_param(), phase_);

@@ -14,6 +14,9 @@
 // threads (io/prefetch_pool.hpp); the random words are drawn in item order, so the batches do not
 // depend on the number of threads. The legacy transform fields of image_data_param are moved to
 // transform_param by the net upgrade.
+// Resuming (SaveDataState / RestoreDataState): the next line, the shuffled order of the list,
+// the shuffle's and the transformer's generators and the bad-image counters. NumRecords: the
+// lines of the list.
 // Errors: the list can't be read, is empty or has a line without label -> RuntimeError naming
 // the file; an image that is missing or can't be read or decoded -> on_bad_record STOP (the
 // default): RuntimeError naming its path; SKIP: the next line is used instead, with a warning
@@ -50,6 +53,11 @@ class ImageDataLayer final : public Layer {
   // Images skipped (on_bad_record: SKIP) so far.
   int64_t skipped_images() const { return skipped_; }
 
+  int64_t NumRecords() const override { return static_cast<int64_t>(lines_.size()); }
+  int64_t BatchSize() const override { return batch_size_; }
+  bool SaveDataState(DataLayerState* state) const override;
+  void RestoreDataState(const DataLayerState& state) override;
+
  protected:
   void ForwardCpu(const BlobVec& bottom, const BlobVec& top) override;
   void BackwardCpu(const BlobVec& top, const std::vector<bool>& propagate_down,
@@ -76,6 +84,7 @@ class ImageDataLayer final : public Layer {
   void ShuffleLines();
 
   std::vector<std::pair<std::string, int>> lines_;
+  std::vector<int64_t> order_;  // order_[i]: the index of lines_[i] in the list as read
   int line_id_ = 0;
   int batch_size_ = 0;
   std::string source_, root_folder_;

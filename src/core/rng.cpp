@@ -2,6 +2,9 @@
 
 #include <atomic>
 #include <mutex>
+#include <sstream>
+
+#include "crema/error.hpp"
 
 namespace crema {
 namespace {
@@ -63,5 +66,21 @@ RngEngine& ThreadRng() {
 }
 
 uint32_t NextSeed() { return static_cast<uint32_t>(ThreadRng()()); }
+
+std::string EngineState(const std::mt19937& engine) {
+  std::ostringstream out;
+  out << engine;
+  return out.str();
+}
+
+void SetEngineState(const std::string& state, std::mt19937* engine) {
+  std::istringstream in(state);
+  std::mt19937 restored;
+  in >> restored;
+  if (in.fail())
+    CREMA_THROW_RUNTIME("not the state of a random number generator: '", state.substr(0, 40),
+                        state.size() > 40 ? "...'" : "'");
+  *engine = restored;
+}
 
 }  // namespace crema

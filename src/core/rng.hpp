@@ -3,6 +3,7 @@
 // calling thread's engine and sets the seed that new threads derive theirs from.
 #include <cstdint>
 #include <random>
+#include <string>
 
 namespace crema {
 
@@ -14,5 +15,10 @@ void SetRandomSeed(int64_t seed);
 RngEngine& ThreadRng();
 // A fresh seed drawn from the calling thread's generator (for worker threads).
 uint32_t NextSeed();
+
+// An mt19937's state in the standard's text form, and back (for resuming data layers);
+// RuntimeError when `state` is not such a text.
+std::string EngineState(const std::mt19937& engine);
+void SetEngineState(const std::string& state, std::mt19937* engine);
 
 }  // namespace crema

@@ -9,6 +9,7 @@
 #include <opencv2/imgcodecs.hpp>
 #endif
 
+#include "core/rng.hpp"
 #include "crema/error.hpp"
 
 namespace crema {
@@ -211,6 +212,10 @@ std::vector<int> DataTransformer::ShapeOf(const Image& image, const std::string&
 std::vector<int> DataTransformer::InferBlobShape(const Datum& datum, const std::string& what) {
   return ShapeOf(Decode(datum, &decoded_, what), what);
 }
+
+std::string DataTransformer::RandState() const { return EngineState(rng_); }
+
+void DataTransformer::SetRandState(const std::string& state) { SetEngineState(state, &rng_); }
 
 DataTransformer::Draws DataTransformer::NextDraws() {
   // As many words as Transform uses, in Caffe's order: mirror, then the offsets.

@@ -35,6 +35,10 @@ class DataTransformer {
   // Whether Transform draws random numbers (mirror, or a crop in TRAIN); Caffe seeds only then.
   bool NeedsRandom() const;
   void InitRand(uint32_t seed) { rng_.seed(seed); }
+  // The generator's state in its text form, and back (for resuming: RuntimeError when `state`
+  // is not one).
+  std::string RandState() const;
+  void SetRandState(const std::string& state);
 
   // A record's pixels, uint8 or float, pointing into the Datum or a pixel buffer: C x H x W
   // planes (Datum's layout), or H x W x C interleaved (OpenCV's, for decoded images).

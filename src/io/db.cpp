@@ -183,6 +183,20 @@ class Lmdb final : public DB {
 
   const std::string& path() const override { return path_; }
 
+  int64_t Count() override {
+    CheckOpen();
+    MDB_txn* txn = nullptr;
+    int rc = mdb_txn_begin(env_->env, nullptr, MDB_RDONLY, &txn);
+    if (rc != MDB_SUCCESS) ThrowLmdb("cannot read", path_, rc);
+    MDB_dbi dbi;
+    MDB_stat stat;
+    rc = mdb_dbi_open(txn, nullptr, 0, &dbi);
+    if (rc == MDB_SUCCESS) rc = mdb_stat(txn, dbi, &stat);
+    mdb_txn_abort(txn);
+    if (rc != MDB_SUCCESS) ThrowLmdb("cannot read", path_, rc);
+    return static_cast<int64_t>(stat.ms_entries);
+  }
+
  private:
   void CheckOpen() const { CREMA_ASSERT(env_ != nullptr, "the DB is not open"); }
 
@@ -315,6 +329,13 @@ class LevelDb final : public DB {
   }
 
   const std::string& path() const override { return path_; }
+
+  int64_t Count() override {
+    CheckOpen();
+    int64_t count = 0;
+    for (auto cursor = NewCursor(); cursor->valid(); cursor->Next()) ++count;
+    return count;
+  }
 
  private:
   void CheckOpen() const { CREMA_ASSERT(handle_ != nullptr, "the DB is not open"); }

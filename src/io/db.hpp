@@ -15,6 +15,7 @@
 // opened READ on the same path within a process share one handle (as Caffe's DataReader shares
 // one per source); a writer excludes everything else. Errors are RuntimeErrors naming the path and
 // LevelDB's status.
+#include <cstdint>
 #include <memory>
 #include <string>
 #include <utility>
@@ -61,6 +62,8 @@ class DB {
   virtual std::unique_ptr<Cursor> NewCursor() = 0;
   virtual std::unique_ptr<Transaction> NewTransaction() = 0;
   virtual const std::string& path() const = 0;
+  // The number of records (LMDB: its statistics; LevelDB: counted by a walk over the keys).
+  virtual int64_t Count() = 0;
 };
 
 // A closed DB of that backend; RuntimeError for LevelDB when this build has no LevelDB.

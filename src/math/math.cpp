@@ -9,6 +9,7 @@
 #include <limits>
 #include <random>
 
+#include "core/cuda_context.hpp"
 #include "core/rng.hpp"
 #include "crema/error.hpp"
 
@@ -69,6 +70,51 @@ inline double BlasDot(int n, const double* x, int incx, const double* y, int inc
 inline float BlasAsum(int n, const float* x) { return cblas_sasum(n, x, 1); }
 inline double BlasAsum(int n, const double* x) { return cblas_dasum(n, x, 1); }
 
+// Deterministic mode (solver `deterministic`): BLAS splits a product among its threads by their
+// number, and its kernels round the edge tiles of a split differently, so the bits of C depend
+// on the thread count. Instead C is cut into fixed column blocks, one single-threaded BLAS call
+// each (OpenBLAS runs on one thread inside an active OpenMP region; the region is entered even
+// for one block for that reason): the blocks depend on the shape only.
+constexpr int kDeterministicBlock = 256;
+
+template <typename T>
+void BlasGemmIn(CBLAS_TRANSPOSE ta, CBLAS_TRANSPOSE tb, int m, int n, int k, T alpha, const T* a,
+                int lda, const T* b, int ldb, T beta, T* c, int ldc) {
+  if (!gpu::Deterministic()) {
+    BlasGemm(ta, tb, m, n, k, alpha, a, lda, b, ldb, beta, c, ldc);
+    return;
+  }
+  const int blocks = (n + kDeterministicBlock - 1) / kDeterministicBlock;
+#pragma omp parallel for
+  for (int j = 0; j < blocks; ++j) {
+    const int j0 = j * kDeterministicBlock;
+    const T* b_block = tb == CblasNoTrans ? b + j0 : b + static_cast<int64_t>(j0) * ldb;
+    BlasGemm(ta, tb, m, std::min(kDeterministicBlock, n - j0), k, alpha, a, lda, b_block, ldb, beta,
+             c + j0, ldc);
+  }
+}
+
+// y = op(A) x with row-major A (m x n): blocks of y, as BlasGemmIn.
+template <typename T>
+void BlasGemvIn(CBLAS_TRANSPOSE ta, int m, int n, T alpha, const T* a, const T* x, T beta, T* y) {
+  if (!gpu::Deterministic()) {
+    BlasGemv(ta, m, n, alpha, a, x, beta, y);
+    return;
+  }
+  const int outputs = ta == CblasNoTrans ? m : n;
+  const int blocks = (outputs + kDeterministicBlock - 1) / kDeterministicBlock;
+#pragma omp parallel for
+  for (int j = 0; j < blocks; ++j) {
+    const int j0 = j * kDeterministicBlock, size = std::min(kDeterministicBlock, outputs - j0);
+    // A block of rows of A (NoTrans) or of columns (Trans), as a GEMM with one column of x.
+    if (ta == CblasNoTrans)
+      BlasGemm(CblasNoTrans, CblasNoTrans, size, 1, n, alpha, a + static_cast<int64_t>(j0) * n, n,
+               x, 1, beta, y + j0, 1);
+    else
+      BlasGemm(CblasTrans, CblasNoTrans, size, 1, m, alpha, a + j0, n, x, 1, beta, y + j0, 1);
+  }
+}
+
 }  // namespace
 
 template <typename T>
@@ -76,18 +122,18 @@ void Gemm(Trans trans_a, Trans trans_b, int m, int n, int k, T alpha, const T* a
           T beta, T* c) {
   const int lda = trans_a == Trans::kNo ? k : m;
   const int ldb = trans_b == Trans::kNo ? n : k;
-  BlasGemm(ToCblas(trans_a), ToCblas(trans_b), m, n, k, alpha, a, lda, b, ldb, beta, c, n);
+  BlasGemmIn(ToCblas(trans_a), ToCblas(trans_b), m, n, k, alpha, a, lda, b, ldb, beta, c, n);
 }
 
 template <typename T>
 void GemmLd(Trans trans_a, Trans trans_b, int m, int n, int k, T alpha, const T* a, int lda,
             const T* b, int ldb, T beta, T* c, int ldc) {
-  BlasGemm(ToCblas(trans_a), ToCblas(trans_b), m, n, k, alpha, a, lda, b, ldb, beta, c, ldc);
+  BlasGemmIn(ToCblas(trans_a), ToCblas(trans_b), m, n, k, alpha, a, lda, b, ldb, beta, c, ldc);
 }
 
 template <typename T>
 void Gemv(Trans trans_a, int m, int n, T alpha, const T* a, const T* x, T beta, T* y) {
-  BlasGemv(ToCblas(trans_a), m, n, alpha, a, x, beta, y);
+  BlasGemvIn(ToCblas(trans_a), m, n, alpha, a, x, beta, y);
 }
 
 template <typename T>
@@ -133,8 +179,16 @@ void AddScalar(int64_t n, T alpha, T* y) {
   for (int64_t i = 0; i < n; ++i) y[i] += alpha;
 }
 
+// Deterministic mode (solver `deterministic`): a multithreaded BLAS splits long reductions
+// among its threads, so the rounding depends on their number; summing in one fixed order does
+// not.
 template <typename T>
 T Dot(int64_t n, const T* x, const T* y) {
+  if (gpu::Deterministic()) {
+    T sum = 0;
+    for (int64_t i = 0; i < n; ++i) sum += x[i] * y[i];
+    return sum;
+  }
   T sum = 0;
   ForEachChunk(n,
                [&](int64_t offset, int len) { sum += BlasDot(len, x + offset, 1, y + offset, 1); });
@@ -148,6 +202,11 @@ T StridedDot(int n, const T* x, int incx, const T* y, int incy) {
 
 template <typename T>
 T Asum(int64_t n, const T* x) {
+  if (gpu::Deterministic()) {
+    T sum = 0;
+    for (int64_t i = 0; i < n; ++i) sum += std::fabs(x[i]);
+    return sum;
+  }
   T sum = 0;
   ForEachChunk(n, [&](int64_t offset, int len) { sum += BlasAsum(len, x + offset); });
   return sum;

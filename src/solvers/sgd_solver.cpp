@@ -188,6 +188,14 @@ void SGDSolver::SnapshotSolverState(const std::string& model_filename) {
         google::protobuf::TextFormat::PrintToString(callback_state_, &text);
         WriteHdf5String(file.id(), "callback_state", text);
       }
+      // The data layers' positions: a SolverState holding only data_state, in text form.
+      SolverState data;
+      SaveDataStates(&data);
+      if (data.data_state_size() > 0) {
+        std::string text;
+        google::protobuf::TextFormat::PrintToString(data, &text);
+        WriteHdf5String(file.id(), "data_state", text);
+      }
       Hdf5Handle history(file.CreateGroup("history"));
       for (size_t i = 0; i < history_.size(); ++i)
         WriteBlobToHDF5(history.get(), std::to_string(i), *history_[i], false);
@@ -202,6 +210,7 @@ void SGDSolver::SnapshotSolverState(const std::string& model_filename) {
   state.set_learned_net(model_filename);
   state.set_current_step(current_step_);
   if (HasCallbacks()) *state.mutable_callback_state() = callback_state_;
+  SaveDataStates(&state);
   for (const BlobPtr& blob : history_) blob->ToProto(state.add_history());
   const std::string filename = SnapshotFilename(".solverstate");
   LOG(INFO) << "Snapshotting solver state to binary proto file " << filename;
@@ -240,6 +249,7 @@ void SGDSolver::RestoreSolverStateFromBinaryProto(const std::string& state_file)
       CREMA_THROW_CONFIG(state_file, ": history blob ", i, ": ", e.what());
     }
   }
+  RestoreDataStates(state, state_file);
 }
 
 void SGDSolver::RestoreSolverStateFromHDF5(const std::string& state_file) {
@@ -260,6 +270,12 @@ void SGDSolver::RestoreSolverStateFromHDF5(const std::string& state_file) {
                        type(), " solver on this net needs ", history_.size());
   for (size_t i = 0; i < history_.size(); ++i)
     ReadBlobFromHDF5(history.get(), std::to_string(i), history_[i].get(), /*reshape=*/false);
+  SolverState data;
+  if (Hdf5HasDataset(file.id(), "data_state") &&
+      !google::protobuf::TextFormat::ParseFromString(ReadHdf5String(file.id(), "data_state"),
+                                                     &data))
+    CREMA_THROW_CONFIG(state_file, ": data_state is not a valid SolverState text");
+  RestoreDataStates(data, state_file);
 }
 
 CREMA_REGISTER_SOLVER(SGD, SGDSolver);

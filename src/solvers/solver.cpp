@@ -8,8 +8,10 @@
 #include <filesystem>
 #include <fstream>
 #include <map>
+#include <random>
 #include <sstream>
 
+#include "core/cuda_context.hpp"
 #include "core/rng.hpp"
 #include "crema/error.hpp"
 #include "net/proto_io.hpp"
@@ -151,8 +153,10 @@ Solver::Solver(const SolverParameter& param, const SolverOptions& options)
     std::error_code ec;
     fs::remove(probe, ec);
   }
+  SetUpDeterminism();
   if (param_.random_seed() >= 0) SetRandomSeed(param_.random_seed());
   InitTrainNet();
+  ApplyEpochSettings();
   InitTestNets();
   CheckMonitors();
   if (options_.progress) progress_ = std::make_unique<ProgressLine>();
@@ -375,6 +379,18 @@ void Solver::InitTestNets() {
   const int num_test_nets = num_test_net_params + num_test_net_files;
   if (num_generic_nets > 1)
     throw ConfigError(ErrorAt("net_param") + "net and net_param may not both be given");
+  if (param_.test_whole_set()) {
+    // One test instance per test net (else one of the generic net); test_iter comes later.
+    if (param_.test_iter_size() > 0)
+      throw ConfigError(ErrorAt("test_whole_set") +
+                        "test_whole_set computes test_iter from the test data; leave test_iter "
+                        "unset");
+    const int instances = num_test_nets > 0 ? num_test_nets : num_generic_nets;
+    if (instances == 0)
+      throw ConfigError(ErrorAt("test_whole_set") +
+                        "test_whole_set is set but the solver has no test net");
+    for (int i = 0; i < instances; ++i) param_.add_test_iter(0);
+  }
   // With a generic net (net / net_param), every test_iter beyond the explicit test nets adds one
   // more test instance of it; otherwise test_iter must match the test nets one to one.
   if (num_generic_nets ? param_.test_iter_size() < num_test_nets
@@ -455,6 +471,168 @@ void Solver::InitTestNets() {
     }
     net->ShareTrainedLayersWith(*net_);
     test_nets_.push_back(std::move(net));
+  }
+  if (param_.test_whole_set()) ApplyTestWholeSet();
+}
+
+// ---- determinism, epochs, data positions ----
+
+namespace {
+
+// The first layer of `net` that knows its data set's size, or null.
+const Layer* SizedDataLayer(const Net& net) {
+  for (const auto& layer : net.layers())
+    if (layer->NumRecords() >= 0 && layer->BatchSize() > 0) return layer.get();
+  return nullptr;
+}
+
+// ceil(x), but a value within float rounding of an integer is that integer (0.1 epoch of 80
+// records is 8 records, not 8.0000001).
+int64_t CeilTolerant(double x) {
+  const double nearest = std::round(x);
+  if (std::fabs(x - nearest) <= 1e-6 * std::max(1.0, std::fabs(x)))
+    return static_cast<int64_t>(nearest);
+  return static_cast<int64_t>(std::ceil(x));
+}
+
+// Iterations for `epochs` passes over the data of `layer` with iter_size batches an iteration.
+int64_t EpochIterations(double epochs, const Layer& layer, int iter_size) {
+  return CeilTolerant(epochs * static_cast<double>(layer.NumRecords()) /
+                      (static_cast<double>(layer.BatchSize()) * iter_size));
+}
+
+}  // namespace
+
+void Solver::SetUpDeterminism() {
+  if (!param_.deterministic()) return;
+  if (param_.random_seed() < 0) {
+    std::random_device device;
+    param_.set_random_seed(static_cast<int64_t>(device() & 0x7fffffff));
+    LOG(WARNING) << "deterministic: random_seed is unset; using random_seed: "
+                 << param_.random_seed() << " (set it to repeat this run)";
+  }
+  // cuDNN: deterministic algorithms only; CPU: reductions in a fixed order (cpu::Dot, Asum).
+  gpu::SetDeterministic(true);
+  LOG(INFO) << "Deterministic mode, random_seed " << param_.random_seed();
+}
+
+void Solver::ApplyEpochSettings() {
+  if (!param_.has_max_epoch() && !param_.has_test_interval_epochs()) return;
+  const Layer* data = SizedDataLayer(*net_);
+  const char* field = param_.has_max_epoch() ? "max_epoch" : "test_interval_epochs";
+  if (data == nullptr)
+    throw ConfigError(ErrorAt(field) +
+                      StrCat(field,
+                             " needs a data layer that knows its size (Data, ImageData, "
+                             "HDF5Data) in the train net \"",
+                             net_->name(), "\", which has none"));
+  const std::string per_epoch =
+      StrCat(data->NumRecords(), " records of layer \"", data->name(), "\" in batches of ",
+             data->BatchSize(),
+             param_.iter_size() > 1 ? StrCat(" x iter_size ", param_.iter_size()) : std::string());
+  if (param_.has_max_epoch()) {
+    if (param_.has_max_iter())
+      LOG(WARNING) << ErrorAt("max_epoch") << "max_epoch replaces max_iter (" << param_.max_iter()
+                   << ")";
+    if (!(param_.max_epoch() > 0))
+      throw ConfigError(ErrorAt("max_epoch") +
+                        StrCat("max_epoch must be > 0, got ", param_.max_epoch()));
+    const int64_t iters = EpochIterations(param_.max_epoch(), *data, param_.iter_size());
+    if (iters > INT32_MAX)
+      throw ConfigError(ErrorAt("max_epoch") + StrCat("max_epoch ", param_.max_epoch(), " is ",
+                                                      iters,
+                                                      " iterations, more than max_iter can hold"));
+    param_.set_max_iter(static_cast<int>(iters));
+    LOG(INFO) << "max_epoch " << param_.max_epoch() << " of " << per_epoch << ": max_iter "
+              << iters;
+  }
+  if (param_.has_test_interval_epochs()) {
+    if (param_.has_test_interval())
+      LOG(WARNING) << ErrorAt("test_interval_epochs") << "test_interval_epochs replaces "
+                   << "test_interval (" << param_.test_interval() << ")";
+    if (!(param_.test_interval_epochs() > 0))
+      throw ConfigError(
+          ErrorAt("test_interval_epochs") +
+          StrCat("test_interval_epochs must be > 0, got ", param_.test_interval_epochs()));
+    const int64_t iters = std::max<int64_t>(
+        1, EpochIterations(param_.test_interval_epochs(), *data, param_.iter_size()));
+    if (iters > INT32_MAX)
+      throw ConfigError(ErrorAt("test_interval_epochs") +
+                        StrCat("test_interval_epochs ", param_.test_interval_epochs(), " is ",
+                               iters, " iterations, more than test_interval can hold"));
+    param_.set_test_interval(static_cast<int>(iters));
+    LOG(INFO) << "test_interval_epochs " << param_.test_interval_epochs() << " of " << per_epoch
+              << ": test_interval " << iters;
+  }
+}
+
+void Solver::ApplyTestWholeSet() {
+  test_start_states_.assign(test_nets_.size(), {});
+  for (size_t i = 0; i < test_nets_.size(); ++i) {
+    const Net& net = *test_nets_[i];
+    const Layer* data = SizedDataLayer(net);
+    if (data == nullptr)
+      throw ConfigError(ErrorAt("test_whole_set") +
+                        StrCat("test_whole_set needs a data layer that knows its size (Data, "
+                               "ImageData, HDF5Data) in test net #",
+                               i, " \"", net.name(), "\", which has none"));
+    const int64_t records = data->NumRecords(), batch = data->BatchSize();
+    const int64_t iters = (records + batch - 1) / batch;
+    if (iters > INT32_MAX)
+      throw ConfigError(ErrorAt("test_whole_set") +
+                        StrCat("test net #", i, ": ", records, " records are too many batches"));
+    param_.set_test_iter(static_cast<int>(i), static_cast<int>(iters));
+    LOG(INFO) << "test_whole_set: test net #" << i << " reads the " << records
+              << " records of layer \"" << data->name() << "\" in " << iters << " batches of "
+              << batch
+              << (records % batch ? StrCat(" (the last one wraps to the first ",
+                                           batch - records % batch, " records)")
+                                  : std::string());
+    for (const auto& layer : net.layers()) {
+      DataLayerState state;
+      if (layer->SaveDataState(&state)) test_start_states_[i].emplace_back(layer.get(), state);
+    }
+  }
+}
+
+void Solver::SaveDataStates(SolverState* state) const {
+  for (size_t k = 0; k <= test_nets_.size(); ++k) {
+    const Net& net = k == 0 ? *net_ : *test_nets_[k - 1];
+    for (const auto& layer : net.layers()) {
+      DataLayerState data;
+      if (!layer->SaveDataState(&data)) continue;
+      data.set_net(static_cast<int>(k));
+      *state->add_data_state() = std::move(data);
+    }
+  }
+}
+
+void Solver::RestoreDataStates(const SolverState& state, const std::string& state_file) {
+  bool notified = false;
+  for (size_t k = 0; k <= test_nets_.size(); ++k) {
+    const Net& net = k == 0 ? *net_ : *test_nets_[k - 1];
+    for (const auto& layer : net.layers()) {
+      DataLayerState current;
+      if (!layer->SaveDataState(&current)) continue;
+      const DataLayerState* saved = nullptr;
+      for (const DataLayerState& data : state.data_state())
+        if (data.net() == static_cast<int>(k) && data.layer() == layer->name()) saved = &data;
+      if (saved == nullptr) {
+        if (!notified)
+          LOG(WARNING) << state_file
+                       << (state.data_state_size() == 0
+                               ? " holds no data layer positions (written by Caffe or an older "
+                                 "crema): the data layers read from their first record"
+                               : StrCat(" holds no position for data layer \"", layer->name(),
+                                        "\": it reads from its first record"));
+        notified = state.data_state_size() == 0;
+        continue;
+      }
+      if (saved->type() != layer->type())
+        CREMA_THROW_CONFIG(state_file, ": data_state of layer \"", layer->name(), "\" is for a ",
+                           saved->type(), " layer, but the net's layer is ", layer->type());
+      layer->RestoreDataState(*saved);
+    }
   }
 }
 
@@ -623,6 +801,9 @@ void Solver::TestNet(int test_net_id, std::vector<std::pair<std::string, double>
   LOG(INFO) << "Iteration " << iter_ << ", Testing net (#" << test_net_id << ")";
   Net& test_net = *test_nets_[test_net_id];
   test_net.ShareTrainedLayersWith(*net_);
+  // test_whole_set: every pass reads the set from its start.
+  if (test_net_id < static_cast<int>(test_start_states_.size()))
+    for (auto& [layer, start] : test_start_states_[test_net_id]) layer->RestoreDataState(start);
   const int test_iter = param_.test_iter(test_net_id);
   std::vector<double> test_score;
   std::vector<int> test_score_output_id;
