@@ -7,6 +7,22 @@ from ._crema import TEST
 from .pycrema import Net
 
 
+def input_transformer(net, mean, input_scale, raw_scale, channel_swap):
+    """An io.Transformer for the net's first input (HxWxC images), with the given options."""
+    in_ = net.inputs[0]
+    transformer = io.Transformer({in_: net.blobs[in_].data.shape})
+    transformer.set_transpose(in_, (2, 0, 1))
+    if mean is not None:
+        transformer.set_mean(in_, mean)
+    if input_scale is not None:
+        transformer.set_input_scale(in_, input_scale)
+    if raw_scale is not None:
+        transformer.set_raw_scale(in_, raw_scale)
+    if channel_swap is not None:
+        transformer.set_channel_swap(in_, channel_swap)
+    return transformer
+
+
 class Classifier(Net):
     """Classifier(model_file, pretrained_file, image_dims=None, mean=None, input_scale=None,
     raw_scale=None, channel_swap=None): the preprocessing options are those of io.Transformer
@@ -16,16 +32,7 @@ class Classifier(Net):
                  raw_scale=None, channel_swap=None):
         Net.__init__(self, model_file, pretrained_file, TEST)
         in_ = self.inputs[0]
-        self.transformer = io.Transformer({in_: self.blobs[in_].data.shape})
-        self.transformer.set_transpose(in_, (2, 0, 1))
-        if mean is not None:
-            self.transformer.set_mean(in_, mean)
-        if input_scale is not None:
-            self.transformer.set_input_scale(in_, input_scale)
-        if raw_scale is not None:
-            self.transformer.set_raw_scale(in_, raw_scale)
-        if channel_swap is not None:
-            self.transformer.set_channel_swap(in_, channel_swap)
+        self.transformer = input_transformer(self, mean, input_scale, raw_scale, channel_swap)
         self.crop_dims = np.array(self.blobs[in_].data.shape[2:])
         self.image_dims = self.crop_dims if image_dims is None else np.array(image_dims)
 
