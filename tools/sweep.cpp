@@ -40,8 +40,9 @@ DEFINE_string(metric_mode, "",
               "max (higher is better) or min; default: min for names containing \"loss\" or "
               "\"error\", max otherwise (accuracy, ...).");
 DEFINE_string(out, "",
-              "The sweep folder: one sub-folder per run, results.tsv and results.md (default: "
-              "<snapshot_prefix folder>/sweep, or sweep/).");
+              "sweep: the sweep folder: one sub-folder per run, results.tsv and results.md "
+              "(default: <snapshot_prefix folder>/sweep, or sweep/). classify: the file the "
+              "results are written to (default stdout).");
 DECLARE_string(plugin);
 
 namespace crema::cli {

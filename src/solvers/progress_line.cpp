@@ -6,6 +6,8 @@
 namespace crema {
 namespace {
 
+constexpr std::chrono::milliseconds kRedrawInterval(100);
+
 std::string Duration(double seconds) {
   if (!std::isfinite(seconds) || seconds < 0) return "?";
   const long s = std::lround(seconds);
@@ -23,11 +25,7 @@ std::string Duration(double seconds) {
 
 std::string ProgressLine::Format(int iter, int max_iter, double smoothed_loss, double lr,
                                  double iters_per_second, int width) {
-  const double fraction =
-      max_iter > 0 ? std::clamp(static_cast<double>(iter) / max_iter, 0.0, 1.0) : 0.0;
-  const int filled = static_cast<int>(fraction * width);
-  std::string bar = "[" + std::string(filled, '=') + (filled < width ? ">" : "") +
-                    std::string(std::max(0, width - filled - 1), ' ') + "]";
+  std::string bar = Bar(max_iter > 0 ? static_cast<double>(iter) / max_iter : 0.0, width);
   char text[160];
   std::snprintf(text, sizeof(text), " iter %d/%d  loss %.4g  lr %.3g", iter, max_iter,
                 smoothed_loss, lr);
@@ -40,6 +38,12 @@ std::string ProgressLine::Format(int iter, int max_iter, double smoothed_loss, d
   return line;
 }
 
+std::string ProgressLine::Bar(double fraction, int width) {
+  const int filled = static_cast<int>(std::clamp(fraction, 0.0, 1.0) * width);
+  return "[" + std::string(filled, '=') + (filled < width ? ">" : "") +
+         std::string(std::max(0, width - filled - 1), ' ') + "]";
+}
+
 void ProgressLine::Clear() {
   if (shown_) std::fputs("\r\033[2K", out_);
   shown_ = false;
@@ -47,10 +51,18 @@ void ProgressLine::Clear() {
 
 void ProgressLine::Update(int iter, int max_iter, double smoothed_loss, double lr,
                           double iters_per_second, bool force) {
-  const auto now = std::chrono::steady_clock::now();
-  if (!force && shown_ && now - last_draw_ < std::chrono::milliseconds(100)) return;
-  last_draw_ = now;
-  line_ = Format(iter, max_iter, smoothed_loss, lr, iters_per_second, 24);
+  if (!force && shown_ && std::chrono::steady_clock::now() - last_draw_ < kRedrawInterval) return;
+  Draw(Format(iter, max_iter, smoothed_loss, lr, iters_per_second, 24));
+}
+
+void ProgressLine::Show(double fraction, const std::string& text, bool force) {
+  if (!force && shown_ && std::chrono::steady_clock::now() - last_draw_ < kRedrawInterval) return;
+  Draw(Bar(fraction, 24) + " " + text);
+}
+
+void ProgressLine::Draw(const std::string& line) {
+  last_draw_ = std::chrono::steady_clock::now();
+  line_ = line;
   Clear();
   std::fputs(line_.c_str(), out_);
   std::fflush(out_);

@@ -19,6 +19,8 @@ class ProgressLine {
   // The state after `iter` of `max_iter` iterations; `iters_per_second` <= 0 when unknown.
   void Update(int iter, int max_iter, double smoothed_loss, double lr, double iters_per_second,
               bool force = false);
+  // Any other job: a bar `fraction` full followed by `text` (e.g. crema classify's images).
+  void Show(double fraction, const std::string& text, bool force = false);
   // Prints `text` on its own line above the progress line.
   void Message(const std::string& text);
   // Leaves the last progress line on screen and moves below it.
@@ -27,9 +29,12 @@ class ProgressLine {
   // The line for a state (no terminal codes), e.g. for tests.
   static std::string Format(int iter, int max_iter, double smoothed_loss, double lr,
                             double iters_per_second, int width);
+  // "[=====>      ]" for `fraction` in [0, 1].
+  static std::string Bar(double fraction, int width);
 
  private:
   void Clear();
+  void Draw(const std::string& line);
   std::FILE* out_;
   std::string line_;
   bool shown_ = false;
