@@ -194,6 +194,19 @@ TEST(CopyTrainedLayers, SkipMismatchedKeepsTheFillersOfTheWholeLayer) {
   EXPECT_FLOAT_EQ(net->layer_by_name("ip1")->blobs()[0]->data_at(7), 0.7f);
 }
 
+TEST(CopyTrainedLayers, Hdf5WeightsSkipMismatchedToo) {
+  if (!LayersRegistered()) GTEST_SKIP();
+  const std::string path = ::testing::TempDir() + "/finetune_chain3.caffemodel.h5";
+  Build(ChainNet("", "", 3))->ToHDF5(path);  // ip2 is 3 x 4 there
+  auto net = Build(ChainNet());
+  EXPECT_THROW(net->CopyTrainedLayersFrom(path), ConfigError);
+  const WeightsCopy copy = net->CopyTrainedLayersFrom(path, true);
+  EXPECT_EQ(copy.copied, (std::vector<std::string>{"ip1"}));
+  ASSERT_EQ(copy.skipped.size(), 1u);
+  EXPECT_EQ(copy.skipped[0].first, "ip2");
+  EXPECT_NE(copy.skipped[0].second.find("3 4"), std::string::npos) << copy.skipped[0].second;
+}
+
 // Binary16 reference values computed by hand: sign, 5 exponent bits (bias 15), 10 mantissa bits.
 TEST(Half, KnownEncodings) {
   EXPECT_EQ(FloatToHalf(1.0f), 0x3c00);
