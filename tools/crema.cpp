@@ -135,6 +135,7 @@ std::vector<std::string> MergeRepeatedListFlags(const std::vector<std::string>& 
   static const std::map<std::string, char> kListFlags = {{"input", ','},
                                                          {"plugin", ','},
                                                          {"set", kRepeatedFlagSeparator},
+                                                         {"freeze", kRepeatedFlagSeparator},
                                                          {"grid", kRepeatedFlagSeparator}};
   std::vector<std::string> out;
   std::map<std::string, size_t> position;  // flag -> index in `out` of its "--flag=value"

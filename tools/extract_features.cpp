@@ -38,7 +38,9 @@ DEFINE_string(blobs, "",
 DEFINE_string(output, "",
               "The folder the features are written into (created when missing): "
               "<blob>_lmdb, <blob>_leveldb, <blob>.npy or features.h5.");
-DEFINE_string(format, "lmdb", "How features are saved: lmdb, leveldb, npy or hdf5.");
+DEFINE_string(format, "lmdb",
+              "How results are saved: extract-features: lmdb, leveldb, npy or hdf5 (default "
+              "lmdb); classify: csv or jsonl (default csv).");
 
 namespace crema::cli {
 namespace {

@@ -10,6 +10,7 @@
 #include <vector>
 
 #include "crema/solver.hpp"
+#include "finetune.hpp"
 #include "flags.hpp"
 #include "io/prefetch_pool.hpp"
 #include "net/proto_io.hpp"
@@ -21,6 +22,8 @@ DEFINE_string(sigint_effect, "stop",
               "snapshot (write a snapshot and go on) or none.");
 DEFINE_string(sighup_effect, "snapshot",
               "What to do on SIGHUP: snapshot (write a snapshot and go on), stop or none.");
+DECLARE_bool(skip_mismatched);
+DECLARE_string(freeze);
 DEFINE_bool(resume, false,
             "Resume from the newest <snapshot_prefix>_iter_N.solverstate(.h5) (highest N), as "
             "--snapshot auto; with none yet, say so and start from iteration 0.");
@@ -223,11 +226,8 @@ int RunTrain(const std::vector<std::string>& args) {
   if (param.deterministic()) effective.set_random_seed(solver->param().random_seed());  // picked
   WriteEffectiveSolver(effective);
 
-  for (const std::string& file : weights) {
-    LOG(INFO) << "Fine-tuning from " << file;
-    solver->net()->CopyTrainedLayersFrom(file);
-    for (const auto& test_net : solver->test_nets()) test_net->CopyTrainedLayersFrom(file);
-  }
+  CopyWeightsWithReport(solver.get(), weights, FLAGS_skip_mismatched);
+  FreezeMatchingLayers(solver.get(), FreezePatterns(FLAGS_freeze));
 
   SignalHandler signals(sigint_effect, sighup_effect);
   solver->set_action_function([&signals] { return signals.GetAction(); });
@@ -264,12 +264,21 @@ CREMA_REGISTER_VERB(
     train, "train", "train or fine-tune a net from a solver prototxt",
     "crema train --solver SOLVER.prototxt [--weights A.caffemodel[,B] | --snapshot "
     "S.solverstate | --resume] [--set FIELD=VALUE ...] [--gpu ID] [--stage S] [--level L] "
-    "[--sigint_effect stop|snapshot|none] [--sighup_effect stop|snapshot|none]\n\n"
+    "[--skip-mismatched] [--freeze REGEX ...] [--sigint_effect stop|snapshot|none] "
+    "[--sighup_effect stop|snapshot|none]\n\n"
     "Builds the solver's train and test nets, optionally copies weights into all of them "
     "(layers matched by name) or resumes from a .solverstate, and runs the solver to max_iter, "
     "snapshotting as the solver says. Ctrl-C stops after the current iteration and still writes "
     "the final snapshot. At the end the final test scores (after max_iter) are printed on "
     "stdout.\n\n"
+    "Fine-tuning: --weights A[,B] copies the layers of each file, in order, by name, and "
+    "prints for every layer with params whether it was copied (from which file) or keeps its "
+    "fillers (no layer of that name). A layer whose blob shapes differ from the file's is an "
+    "error (layer, blob index, both shapes, file) unless --skip-mismatched, which leaves it at "
+    "its fillers and says so. --freeze REGEX (repeatable, or a comma list) sets lr_mult 0 on "
+    "every param blob of the train net's layers whose names fully match (ECMAScript): they are "
+    "not updated and their weight gradients are not computed, as `param { lr_mult: 0 }` in the "
+    "prototxt; a regex that matches no layer with params is an error.\n\n"
     "--set FIELD=VALUE (repeatable) overrides a solver field without editing files:\n"
     "  --set base_lr=0.01 --set lr_policy=multistep --set stepvalue=1000,2000\n"
     "  --set train_state.level=1 --set test_state[0].stage=val --set solver_mode=CPU\n"
@@ -304,5 +313,6 @@ CREMA_REGISTER_VERB(
     "<snapshot_prefix>_tensorboard/. On a terminal (--progress auto) a live progress line "
     "replaces the INFO log.",
     {"solver", "weights", "snapshot", "resume", "set", "gpu", "math", "cudnn_workspace_mb",
-     "deterministic", "stage", "level", "sigint_effect", "sighup_effect", "progress"},
+     "deterministic", "stage", "level", "sigint_effect", "sighup_effect", "progress",
+     "skip_mismatched", "freeze"},
     &crema::cli::RunTrain);

@@ -28,6 +28,13 @@ struct NetOptions {
   bool verbose = true;
 };
 
+// The outcome of copying weights into a net: the layers (with params) copied, and the layers
+// skipped for a shape mismatch with the reason.
+struct WeightsCopy {
+  std::vector<std::string> copied;
+  std::vector<std::pair<std::string, std::string>> skipped;
+};
+
 class Net {
  public:
   explicit Net(const NetParameter& param, const NetOptions& options = {});
@@ -64,10 +71,18 @@ class Net {
   void ShareTrainedLayersWith(const Net& other);
 
   // Copies parameters layer by layer, by name. Layers absent from `param` keep their values;
-  // a shape mismatch is a ConfigError naming the layer and both shapes.
+  // a shape mismatch is a ConfigError naming the layer, the blob index and both shapes.
   void CopyTrainedLayersFrom(const NetParameter& param);
   // Binary .caffemodel (NetParameter) or HDF5 (.h5/.caffemodel.h5) weights.
   void CopyTrainedLayersFrom(const std::string& path);
+  // As above; with `skip_mismatched` a layer whose blobs differ in number or shape is left as
+  // it is (its fillers) instead. Says which layers were copied and which skipped.
+  WeightsCopy CopyTrainedLayersFrom(const NetParameter& param, bool skip_mismatched);
+  WeightsCopy CopyTrainedLayersFrom(const std::string& path, bool skip_mismatched);
+  // Sets lr_mult 0 on every param blob of these layers and re-infers which layers need
+  // backward, as if the prototxt had said `param { lr_mult: 0 }` for each blob (Caffe's
+  // param_need_backward). ConfigError when a frozen blob is shared with a layer not frozen.
+  void FreezeLayers(const std::vector<std::string>& layer_names);
   void ToProto(NetParameter* param, bool write_diff = false) const;
   void ToHDF5(const std::string& path, bool write_diff = false) const;
 
@@ -125,6 +140,8 @@ class Net {
                    std::map<std::string, int>* available_blobs,
                    std::map<std::string, int>* blob_name_to_idx);
   void AppendParam(const NetParameter& param, int layer_id, int param_id);
+  // Which layers and bottoms need backward, from param_need_backward_ and the graph.
+  void InferBackward(bool force_backward, bool verbose);
   void ForwardDebugInfo(int layer_id);
   void BackwardDebugInfo(int layer_id);
   void UpdateDebugInfo(int param_id);
@@ -152,6 +169,8 @@ class Net {
   std::vector<BlobVec> bottom_vecs_;
   std::vector<std::vector<int>> bottom_id_vecs_;
   std::vector<std::vector<bool>> bottom_need_backward_;
+  // Per layer and param blob: lr_mult != 0 (false once frozen).
+  std::vector<std::vector<bool>> param_need_backward_;
   std::vector<BlobVec> top_vecs_;
   std::vector<std::vector<int>> top_id_vecs_;
   std::vector<double> blob_loss_weights_;

@@ -4,6 +4,7 @@
 #include <cstring>
 #include <limits>
 
+#include "core/half.hpp"
 #include "crema/proto.hpp"
 
 #ifdef CREMA_WITH_CUDA
@@ -368,6 +369,17 @@ void Blob::FromProto(const BlobProto& proto, bool reshape) {
   };
   load(proto.data(), proto.double_data(), false);
   load(proto.diff(), proto.double_diff(), true);
+  if (proto.data_size() == 0 && proto.double_data_size() == 0 && proto.has_half_data()) {
+    // fp16 weights (crema convert-weights --fp16), widened to this blob's type.
+    const std::string& halves = proto.half_data();
+    if (halves.size() % 2 != 0 || static_cast<int64_t>(halves.size() / 2) != count_)
+      CREMA_THROW_CONFIG("blob half_data has ", halves.size(), " bytes but its shape ",
+                         shape_string(), " needs ", 2 * count_);
+    CREMA_DISPATCH_FLOAT(dtype_, T, {
+      T* dst = static_cast<T*>(data_->mutable_cpu_data());
+      for (int64_t i = 0; i < count_; ++i) dst[i] = static_cast<T>(UnpackHalf(halves, i));
+    });
+  }
 }
 
 void Blob::ToProto(BlobProto* proto, bool write_diff) const {

@@ -106,12 +106,8 @@ void Net::Init(const NetParameter& in_param, const NetOptions& options) {
     layer_names_.push_back(layer_param->name());
     if (options.verbose) VLOG(1) << "Creating layer " << layer_param->name();
 
-    bool need_backward = false;
-    for (int bottom_id = 0; bottom_id < layer_param->bottom_size(); ++bottom_id) {
-      const int blob_id =
-          AppendBottom(param, layer_id, bottom_id, &available_blobs, &blob_name_to_idx);
-      need_backward |= blob_need_backward_[blob_id];
-    }
+    for (int bottom_id = 0; bottom_id < layer_param->bottom_size(); ++bottom_id)
+      AppendBottom(param, layer_id, bottom_id, &available_blobs, &blob_name_to_idx);
     int num_top = layer_param->top_size();
     for (int top_id = 0; top_id < num_top; ++top_id) {
       AppendTop(param, layer_id, top_id, &blob_name_to_idx);
@@ -154,22 +150,64 @@ void Net::Init(const NetParameter& in_param, const NetOptions& options) {
                         StrCat(param_size, " param specs given but the layer has ", num_param_blobs,
                                " learnable blob", num_param_blobs == 1 ? "" : "s"));
     const ParamSpec default_spec;
+    param_need_backward_.emplace_back();
     for (int param_id = 0; param_id < num_param_blobs; ++param_id) {
       const ParamSpec& spec = param_id < param_size ? layer_param->param(param_id) : default_spec;
-      const bool param_need_backward = spec.lr_mult() != 0;
-      need_backward |= param_need_backward;
-      layer_ptr->set_param_propagate_down(param_id, param_need_backward);
+      param_need_backward_.back().push_back(spec.lr_mult() != 0);
     }
     for (int param_id = 0; param_id < num_param_blobs; ++param_id)
       AppendParam(param, layer_id, param_id);
-    layer_need_backward_.push_back(need_backward);
-    if (need_backward)
-      for (int blob_id : top_id_vecs_[layer_id]) blob_need_backward_[blob_id] = true;
     if (device_.is_cuda() && !layer_ptr->HasGpuKernels())
       LOG(WARNING) << "Layer " << layer_param->name() << " (" << layer_param->type()
                    << ") has no GPU kernel yet: it runs on the CPU inside this GPU net";
   }
 
+  InferBackward(param.force_backward(), options.verbose);
+  // Blobs nobody consumed are the net's outputs (in name order, as Caffe).
+  for (const auto& entry : available_blobs) {
+    const int blob_id = blob_name_to_idx[entry.first];
+    net_output_blobs_.push_back(blobs_[blob_id].get());
+    net_output_blob_indices_.push_back(blob_id);
+  }
+  for (int i = 0; i < static_cast<int>(blob_names_.size()); ++i)
+    blob_names_index_[blob_names_[i]] = i;
+  for (int i = 0; i < static_cast<int>(layer_names_.size()); ++i)
+    layer_names_index_[layer_names_[i]] = i;
+  // Shared parameters use their owner's memory.
+  for (int i = 0; i < static_cast<int>(params_.size()); ++i) {
+    if (param_owners_[i] < 0) continue;
+    params_[i]->ShareData(*params_[param_owners_[i]]);
+    params_[i]->ShareDiff(*params_[param_owners_[i]]);
+  }
+  debug_info_ = param.debug_info();
+  if (options.verbose) LOG(INFO) << "Network initialization done.";
+}
+
+void Net::InferBackward(bool force_backward, bool verbose) {
+  // Forwards: a layer needs backward when a bottom does or one of its params is learned.
+  const int num_layers = this->num_layers();
+  std::fill(blob_need_backward_.begin(), blob_need_backward_.end(), false);
+  layer_need_backward_.assign(num_layers, false);
+  for (int layer_id = 0; layer_id < num_layers; ++layer_id) {
+    const LayerParameter& layer_param = filtered_param_.layer(layer_id);
+    bool need_backward = false;
+    for (size_t bottom_id = 0; bottom_id < bottom_id_vecs_[layer_id].size(); ++bottom_id) {
+      const bool blob_needs = blob_need_backward_[bottom_id_vecs_[layer_id][bottom_id]];
+      need_backward |= blob_needs;
+      bottom_need_backward_[layer_id][bottom_id] =
+          layer_param.propagate_down_size() > 0
+              ? layer_param.propagate_down(static_cast<int>(bottom_id))
+              : blob_needs;
+    }
+    for (size_t param_id = 0; param_id < param_need_backward_[layer_id].size(); ++param_id) {
+      need_backward |= param_need_backward_[layer_id][param_id];
+      layers_[layer_id]->set_param_propagate_down(static_cast<int>(param_id),
+                                                  param_need_backward_[layer_id][param_id]);
+    }
+    layer_need_backward_[layer_id] = need_backward;
+    if (need_backward)
+      for (int blob_id : top_id_vecs_[layer_id]) blob_need_backward_[blob_id] = true;
+  }
   // Walk backwards to find the blobs that contribute to a loss; layers that don't need no
   // backward pass, and bottoms whose gradient nobody wants are skipped.
   std::set<std::string> blobs_under_loss;
@@ -190,7 +228,7 @@ void Net::Init(const NetParameter& in_param, const NetOptions& options) {
                 false);
     }
     if (!contributes_loss) layer_need_backward_[layer_id] = false;
-    if (options.verbose)
+    if (verbose)
       VLOG(1) << layer_names_[layer_id]
               << (layer_need_backward_[layer_id] ? " needs backward computation."
                                                  : " does not need backward computation.");
@@ -204,7 +242,7 @@ void Net::Init(const NetParameter& in_param, const NetOptions& options) {
       if (!bottom_need_backward_[layer_id][bottom_id]) blobs_skip_backward.insert(blob_name);
     }
   }
-  if (param.force_backward()) {
+  if (force_backward) {
     for (int layer_id = 0; layer_id < num_layers; ++layer_id) {
       layer_need_backward_[layer_id] = true;
       for (int bottom_id = 0; bottom_id < static_cast<int>(bottom_vecs_[layer_id].size());
@@ -220,24 +258,37 @@ void Net::Init(const NetParameter& in_param, const NetOptions& options) {
         layers_[layer_id]->set_param_propagate_down(param_id, true);
     }
   }
-  // Blobs nobody consumed are the net's outputs (in name order, as Caffe).
-  for (const auto& entry : available_blobs) {
-    const int blob_id = blob_name_to_idx[entry.first];
-    net_output_blobs_.push_back(blobs_[blob_id].get());
-    net_output_blob_indices_.push_back(blob_id);
+}
+
+void Net::FreezeLayers(const std::vector<std::string>& layer_names) {
+  std::set<int> frozen;
+  for (const std::string& name : layer_names) {
+    const int layer_id = layer_index(name);
+    if (layer_id < 0) CREMA_THROW_CONFIG("cannot freeze layer \"", name, "\": no such layer");
+    frozen.insert(layer_id);
   }
-  for (int i = 0; i < static_cast<int>(blob_names_.size()); ++i)
-    blob_names_index_[blob_names_[i]] = i;
-  for (int i = 0; i < static_cast<int>(layer_names_.size()); ++i)
-    layer_names_index_[layer_names_[i]] = i;
-  // Shared parameters use their owner's memory.
-  for (int i = 0; i < static_cast<int>(params_.size()); ++i) {
-    if (param_owners_[i] < 0) continue;
-    params_[i]->ShareData(*params_[param_owners_[i]]);
-    params_[i]->ShareDiff(*params_[param_owners_[i]]);
+  std::set<int> frozen_learnables;
+  for (size_t i = 0; i < params_.size(); ++i) {
+    const auto [layer_id, param_id] = param_layer_indices_[i];
+    if (!frozen.count(layer_id)) continue;
+    param_need_backward_[layer_id][param_id] = false;
+    params_lr_[learnable_param_ids_[i]] = 0;
+    has_params_lr_[learnable_param_ids_[i]] = true;
+    frozen_learnables.insert(learnable_param_ids_[i]);
   }
-  debug_info_ = param.debug_info();
-  if (options.verbose) LOG(INFO) << "Network initialization done.";
+  // A blob shared with a layer that is not frozen would be learned through that layer anyway.
+  for (size_t i = 0; i < params_.size(); ++i) {
+    const auto [layer_id, param_id] = param_layer_indices_[i];
+    if (frozen.count(layer_id) || !frozen_learnables.count(learnable_param_ids_[i]) ||
+        !param_need_backward_[layer_id][param_id])
+      continue;
+    const int owner = param_owners_[i] < 0 ? static_cast<int>(i) : param_owners_[i];
+    CREMA_THROW_CONFIG("cannot freeze param \"", param_display_names_[i], "\" (owned by layer \"",
+                       layer_names_[param_layer_indices_[owner].first],
+                       "\"): it is shared with layer \"", layer_names_[layer_id],
+                       "\", which is not frozen; freeze both");
+  }
+  InferBackward(filtered_param_.force_backward(), false);
 }
 
 void Net::AppendTop(const NetParameter& param, int layer_id, int top_id,
@@ -455,7 +506,12 @@ void Net::ShareTrainedLayersWith(const Net& other) {
   }
 }
 
-void Net::CopyTrainedLayersFrom(const NetParameter& param) {
+void Net::CopyTrainedLayersFrom(const NetParameter& param) { CopyTrainedLayersFrom(param, false); }
+
+void Net::CopyTrainedLayersFrom(const std::string& path) { CopyTrainedLayersFrom(path, false); }
+
+WeightsCopy Net::CopyTrainedLayersFrom(const NetParameter& param, bool skip_mismatched) {
+  WeightsCopy result;
   for (const LayerParameter& source_layer : param.layer()) {
     const std::string& name = source_layer.name();
     auto it = layer_names_index_.find(name);
@@ -464,26 +520,38 @@ void Net::CopyTrainedLayersFrom(const NetParameter& param) {
       continue;
     }
     auto& target_blobs = layers_[it->second]->blobs();
-    if (static_cast<int>(target_blobs.size()) != source_layer.blobs_size())
-      CREMA_THROW_CONFIG("layer \"", name, "\": the weights have ", source_layer.blobs_size(),
-                         " blobs but the layer has ", target_blobs.size());
-    for (size_t j = 0; j < target_blobs.size(); ++j) {
-      const BlobProto& source_blob = source_layer.blobs(static_cast<int>(j));
-      if (!target_blobs[j]->ShapeEquals(source_blob)) {
+    // Every blob is checked before any is copied, so a skipped layer keeps all its fillers.
+    std::string mismatch;
+    if (static_cast<int>(target_blobs.size()) != source_layer.blobs_size()) {
+      mismatch = StrCat("the weights have ", source_layer.blobs_size(), " blobs but the layer has ",
+                        target_blobs.size());
+    } else {
+      for (size_t j = 0; j < target_blobs.size() && mismatch.empty(); ++j) {
+        const BlobProto& source_blob = source_layer.blobs(static_cast<int>(j));
+        if (target_blobs[j]->ShapeEquals(source_blob)) continue;
         Blob shaped;
         shaped.FromProto(source_blob, true);
-        CREMA_THROW_CONFIG("cannot copy param ", j, " of layer \"", name,
-                           "\": shape mismatch, the weights have ", shaped.shape_string(),
-                           " but the net has ", target_blobs[j]->shape_string(),
-                           ". To learn this layer from scratch instead, rename it.");
+        mismatch = StrCat("param ", j, ": shape mismatch, the weights have ", shaped.shape_string(),
+                          " but the net has ", target_blobs[j]->shape_string());
       }
+    }
+    if (!mismatch.empty()) {
+      if (!skip_mismatched)
+        CREMA_THROW_CONFIG("cannot copy layer \"", name, "\" ", mismatch,
+                           ". To learn this layer from scratch instead, rename it.");
+      result.skipped.emplace_back(name, mismatch);
+      continue;
+    }
+    for (size_t j = 0; j < target_blobs.size(); ++j) {
       try {
-        target_blobs[j]->FromProto(source_blob, false);
+        target_blobs[j]->FromProto(source_layer.blobs(static_cast<int>(j)), false);
       } catch (const ConfigError& e) {
         CREMA_THROW_CONFIG("layer \"", name, "\" param ", j, ": ", e.what());
       }
     }
+    if (!target_blobs.empty()) result.copied.push_back(name);
   }
+  return result;
 }
 
 namespace {
@@ -492,17 +560,17 @@ bool IsHdf5Path(const std::string& path) {
 }
 }  // namespace
 
-void Net::CopyTrainedLayersFrom(const std::string& path) {
+WeightsCopy Net::CopyTrainedLayersFrom(const std::string& path, bool skip_mismatched) {
   if (!IsHdf5Path(path)) {
     NetParameter param;
     ReadNetParamsFromBinaryFile(path, &param);
     try {
-      CopyTrainedLayersFrom(param);
+      return CopyTrainedLayersFrom(param, skip_mismatched);
     } catch (const ConfigError& e) {
       CREMA_THROW_CONFIG(path, ": ", e.what());
     }
-    return;
   }
+  WeightsCopy result;
   Hdf5File file(path, Hdf5File::Mode::kRead);
   hid_t data = file.OpenGroup("data");
   for (const std::string& name : Hdf5ChildNames(data)) {
@@ -516,10 +584,25 @@ void Net::CopyTrainedLayersFrom(const std::string& path) {
     hid_t layer_group = H5Gopen2(data, name.c_str(), H5P_DEFAULT);
     if (layer_group < 0) CREMA_THROW_RUNTIME(path, ": cannot open group data/", name);
     const size_t num_source = Hdf5ChildNames(layer_group).size();
-    if (num_source > target_blobs.size()) {
+    std::string mismatch;
+    if (num_source > target_blobs.size())
+      mismatch =
+          StrCat("the weights have ", num_source, " blobs but the layer has ", target_blobs.size());
+    for (size_t j = 0; j < target_blobs.size() && mismatch.empty(); ++j) {
+      const std::string dataset = std::to_string(j);
+      if (H5Lexists(layer_group, dataset.c_str(), H5P_DEFAULT) <= 0) continue;
+      const std::vector<int> shape = Hdf5DatasetShape(layer_group, dataset);
+      if (skip_mismatched && shape != target_blobs[j]->shape()) {
+        Blob shaped(shape);
+        mismatch = StrCat("param ", j, ": shape mismatch, the weights have ", shaped.shape_string(),
+                          " but the net has ", target_blobs[j]->shape_string());
+      }
+    }
+    if (!mismatch.empty()) {
       H5Gclose(layer_group);
-      CREMA_THROW_CONFIG(path, ": layer \"", name, "\": the weights have ", num_source,
-                         " blobs but the layer has ", target_blobs.size());
+      if (!skip_mismatched) CREMA_THROW_CONFIG(path, ": layer \"", name, "\": ", mismatch);
+      result.skipped.emplace_back(name, mismatch);
+      continue;
     }
     for (size_t j = 0; j < target_blobs.size(); ++j) {
       const std::string dataset = std::to_string(j);
@@ -536,8 +619,10 @@ void Net::CopyTrainedLayersFrom(const std::string& path) {
       }
     }
     H5Gclose(layer_group);
+    if (!target_blobs.empty()) result.copied.push_back(name);
   }
   H5Gclose(data);
+  return result;
 }
 
 void Net::ToProto(NetParameter* param, bool write_diff) const {

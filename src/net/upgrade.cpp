@@ -683,56 +683,81 @@ const char* UpgradeV1LayerType(V1LayerParameter::LayerType type) {
   return "";
 }
 
-bool UpgradeNetAsNeeded(const std::string& source, NetParameter* param) {
-  bool changed = false;
+namespace {
+
+// One line for everything upgraded in `source`: a warning when a deprecated format was read
+// (saving the file in the current format silences it), else information.
+void LogUpgrades(const std::string& source, const std::vector<std::string>& steps, bool deprecated,
+                 const char* kind) {
+  if (steps.empty()) return;
+  std::string line = StrCat(source, ": upgraded a legacy ", kind, ": ");
+  for (size_t i = 0; i < steps.size(); ++i) line += (i ? "; " : "") + steps[i];
+  if (deprecated) {
+    LOG(WARNING) << line << " (`crema upgrade " << source
+                 << " NEW` saves it in the current format)";
+  } else {
+    LOG(INFO) << line;
+  }
+}
+
+}  // namespace
+
+bool UpgradeNetAsNeeded(const std::string& source, NetParameter* param,
+                        std::vector<std::string>* steps) {
+  std::vector<std::string> done;
+  bool deprecated = false;
+  auto record = [&](const std::string& step, bool is_deprecated) {
+    done.push_back(step);
+    deprecated |= is_deprecated;
+  };
   try {
     if (NetNeedsV0ToV1Upgrade(*param)) {
       NetParameter original(*param);
       UpgradeV0Net(original, param);
-      LOG(WARNING) << source << ": upgraded the deprecated V0 layer format (layers { layer {} }); "
-                   << "future versions may not read it, save the net in the current format";
-      changed = true;
+      record("V0 layer format (layers { layer {} }) to V1", true);
     }
     if (NetNeedsDataUpgrade(*param)) {
       UpgradeNetDataTransformation(param);
-      LOG(WARNING) << source << ": moved deprecated transformation fields (scale, mean_file, "
-                   << "crop_size, mirror) of data layers into transform_param";
-      changed = true;
+      record(
+          "data layers' transformation fields (scale, mean_file, crop_size, mirror) moved "
+          "into transform_param",
+          true);
     }
     if (NetNeedsV1ToV2Upgrade(*param)) {
       NetParameter original(*param);
       UpgradeV1Net(original, param);
-      LOG(WARNING) << source << ": upgraded the deprecated V1 layer format (`layers` with enum "
-                   << "types, blobs_lr, weight_decay) to `layer`";
-      changed = true;
+      record("V1 layer format (`layers` with enum types, blobs_lr, weight_decay) to `layer`", true);
     }
     if (NetNeedsInputUpgrade(*param)) {
       const bool has_shapes = param->input_dim_size() > 0 || param->input_shape_size() > 0;
       UpgradeNetInput(param);
-      if (has_shapes) {
-        LOG(WARNING) << source << ": turned the deprecated input/input_dim/input_shape fields "
-                     << "into an Input layer named \"input\"";
-      } else {
-        LOG(INFO) << source << ": dropped the deprecated `input` names (no shapes given)";
-      }
-      changed = true;
+      if (has_shapes)
+        record("input/input_dim/input_shape fields to an Input layer named \"input\"", true);
+      else
+        record("deprecated `input` names without shapes dropped", false);
     }
     if (NetNeedsBatchNormUpgrade(*param)) {
       UpgradeNetBatchNorm(param);
-      LOG(INFO) << source << ": BatchNorm statistics are not learned; set lr_mult and "
-                << "decay_mult of their param specs to 0";
-      changed = true;
+      record(
+          "BatchNorm param specs set to lr_mult 0, decay_mult 0 (its statistics are not "
+          "learned)",
+          false);
     }
   } catch (const ConfigError& e) {
     throw ConfigError(WithSource(source, StrCat("cannot upgrade legacy net: ", e.what())));
   }
-  return changed;
+  if (steps)
+    steps->insert(steps->end(), done.begin(), done.end());
+  else
+    LogUpgrades(source, done, deprecated, "net");
+  return !done.empty();
 }
 
 bool SolverNeedsTypeUpgrade(const SolverParameter& param) { return param.has_solver_type(); }
 
-bool UpgradeSolverAsNeeded(const std::string& source, SolverParameter* param) {
-  bool changed = false;
+bool UpgradeSolverAsNeeded(const std::string& source, SolverParameter* param,
+                           std::vector<std::string>* steps) {
+  std::vector<std::string> done;
   if (SolverNeedsTypeUpgrade(*param)) {
     const std::string type = SolverTypeName(param->solver_type());
     if (param->has_type() && param->type() != type) {
@@ -743,13 +768,14 @@ bool UpgradeSolverAsNeeded(const std::string& source, SolverParameter* param) {
     }
     param->set_type(type);
     param->clear_solver_type();
-    LOG(WARNING) << source << ": upgraded the deprecated solver_type enum to type: \"" << type
-                 << "\"";
-    changed = true;
+    done.push_back(StrCat("solver_type enum to type: \"", type, "\""));
   }
   // Nets given inline are upgraded too (Caffe upgrades only nets read from files).
   auto upgrade_inline = [&](const std::string& field, NetParameter* net) {
-    if (NetNeedsUpgrade(*net)) changed |= UpgradeNetAsNeeded(StrCat(source, " (", field, ")"), net);
+    if (!NetNeedsUpgrade(*net)) return;
+    std::vector<std::string> net_steps;
+    UpgradeNetAsNeeded(StrCat(source, " (", field, ")"), net, &net_steps);
+    for (const std::string& step : net_steps) done.push_back(StrCat(field, ": ", step));
   };
   if (param->has_net_param()) upgrade_inline("net_param", param->mutable_net_param());
   if (param->has_train_net_param())
@@ -757,7 +783,11 @@ bool UpgradeSolverAsNeeded(const std::string& source, SolverParameter* param) {
   for (int i = 0; i < param->test_net_param_size(); ++i) {
     upgrade_inline(StrCat("test_net_param[", i, "]"), param->mutable_test_net_param(i));
   }
-  return changed;
+  if (steps)
+    steps->insert(steps->end(), done.begin(), done.end());
+  else
+    LogUpgrades(source, done, true, "solver");
+  return !done.empty();
 }
 
 void UpgradeSnapshotPrefix(const std::string& solver_file, SolverParameter* param) {

@@ -5,6 +5,7 @@
 // deprecated `input`/`input_dim`/`input_shape` fields turned into an Input layer; BatchNorm's
 // obsolete param specs removed; solver_type enums turned into the `type` string.
 #include <string>
+#include <vector>
 
 #include "crema/proto.hpp"
 
@@ -12,8 +13,10 @@ namespace crema {
 
 bool NetNeedsUpgrade(const NetParameter& param);
 // Upgrades in place; returns true when something changed. `source` names the file in messages;
-// ConfigError for a net that cannot be upgraded.
-bool UpgradeNetAsNeeded(const std::string& source, NetParameter* param);
+// ConfigError for a net that cannot be upgraded. Each upgrade done is appended to `steps` when
+// given; otherwise one log line says what was upgraded (a warning for deprecated formats).
+bool UpgradeNetAsNeeded(const std::string& source, NetParameter* param,
+                        std::vector<std::string>* steps = nullptr);
 
 bool NetNeedsV0ToV1Upgrade(const NetParameter& param);
 bool NetNeedsV1ToV2Upgrade(const NetParameter& param);
@@ -29,7 +32,8 @@ void UpgradeNetBatchNorm(NetParameter* param);
 const char* UpgradeV1LayerType(V1LayerParameter::LayerType type);
 
 bool SolverNeedsTypeUpgrade(const SolverParameter& param);
-bool UpgradeSolverAsNeeded(const std::string& source, SolverParameter* param);
+bool UpgradeSolverAsNeeded(const std::string& source, SolverParameter* param,
+                           std::vector<std::string>* steps = nullptr);
 // Caffe's rule for a solver read from `solver_file`: no snapshot_prefix means the solver file's
 // path without its extension; a prefix naming an existing folder means that folder plus the
 // solver file's stem.
