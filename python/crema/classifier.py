@@ -1,5 +1,6 @@
-"""crema.Classifier: a Net for image classification (pycaffe's caffe.Classifier): resize,
-optional ten-crop oversampling, preprocessing and averaged predictions."""
+"""crema.Classifier, with the API of pycaffe's caffe.Classifier: a Net that classifies whole
+images, resized to image_dims and then either cropped in the centre or oversampled (ten crops
+whose predictions are averaged)."""
 import numpy as np
 
 from . import io
@@ -7,56 +8,59 @@ from ._crema import TEST
 from .pycrema import Net
 
 
-def input_transformer(net, mean, input_scale, raw_scale, channel_swap):
-    """An io.Transformer for the net's first input (HxWxC images), with the given options."""
-    in_ = net.inputs[0]
-    transformer = io.Transformer({in_: net.blobs[in_].data.shape})
-    transformer.set_transpose(in_, (2, 0, 1))
-    if mean is not None:
-        transformer.set_mean(in_, mean)
-    if input_scale is not None:
-        transformer.set_input_scale(in_, input_scale)
-    if raw_scale is not None:
-        transformer.set_raw_scale(in_, raw_scale)
-    if channel_swap is not None:
-        transformer.set_channel_swap(in_, channel_swap)
+def image_transformer(net, mean=None, input_scale=None, raw_scale=None, channel_swap=None):
+    """An io.Transformer taking HxWxK images to the net's first input (KxHxW), with the options
+    that are not None."""
+    name = net.inputs[0]
+    transformer = io.Transformer({name: net.blobs[name].data.shape})
+    transformer.set_transpose(name, (2, 0, 1))
+    options = ((transformer.set_mean, mean), (transformer.set_input_scale, input_scale),
+               (transformer.set_raw_scale, raw_scale),
+               (transformer.set_channel_swap, channel_swap))
+    for setter, value in options:
+        if value is not None:
+            setter(name, value)
     return transformer
+
+
+def centre_crop(images, crop_dims):
+    """The centred crop_dims = (height, width) window of an N x H x W x K batch."""
+    images = np.asarray(images)
+    size = np.asarray(crop_dims[:2], dtype=int)
+    if np.any(size <= 0) or np.any(size > images.shape[1:3]):
+        raise ValueError('crop %s does not fit in images of %s' % (tuple(size),
+                                                                    images.shape[1:3]))
+    top, left = (np.asarray(images.shape[1:3]) - size) // 2
+    return images[:, top:top + size[0], left:left + size[1]]
 
 
 class Classifier(Net):
     """Classifier(model_file, pretrained_file, image_dims=None, mean=None, input_scale=None,
-    raw_scale=None, channel_swap=None): the preprocessing options are those of io.Transformer
-    for the net's first input."""
+    raw_scale=None, channel_swap=None).
+
+    The net runs in the TEST phase; its first input gives crop_dims (height, width), and
+    image_dims (default crop_dims) is the size images are resized to before cropping. The
+    preprocessing options are those of io.Transformer, kept in self.transformer."""
 
     def __init__(self, model_file, pretrained_file, image_dims=None, mean=None, input_scale=None,
                  raw_scale=None, channel_swap=None):
         Net.__init__(self, model_file, pretrained_file, TEST)
-        in_ = self.inputs[0]
-        self.transformer = input_transformer(self, mean, input_scale, raw_scale, channel_swap)
-        self.crop_dims = np.array(self.blobs[in_].data.shape[2:])
+        self.transformer = image_transformer(self, mean, input_scale, raw_scale, channel_swap)
+        self.crop_dims = np.array(self.blobs[self.inputs[0]].data.shape[2:])
         self.image_dims = self.crop_dims if image_dims is None else np.array(image_dims)
 
     def predict(self, inputs, oversample=True):
-        """Class probabilities (N x classes) for a list of HxWxK images: each image resized to
-        image_dims, then ten crops averaged (oversample) or the centre crop."""
-        input_ = np.zeros((len(inputs), self.image_dims[0], self.image_dims[1],
-                           inputs[0].shape[2]), dtype=np.float32)
-        for ix, in_ in enumerate(inputs):
-            input_[ix] = io.resize_image(in_, self.image_dims)
+        """The first output for a list of HxWxK images: N x classes. Each image is resized to
+        image_dims; with `oversample` the ten crops of io.oversample go through the net and
+        their outputs are averaged per image, otherwise the centre crop is used."""
+        if len(inputs) == 0:
+            raise ValueError('predict needs at least one image')
+        resized = np.stack([io.resize_image(image, self.image_dims) for image in inputs])
+        crops = (io.oversample(resized, self.crop_dims) if oversample
+                 else centre_crop(resized, self.crop_dims))
+        name = self.inputs[0]
+        batch = np.stack([self.transformer.preprocess(name, crop) for crop in crops])
+        scores = self.forward_all(**{name: batch})[self.outputs[0]]
         if oversample:
-            input_ = io.oversample(input_, self.crop_dims)
-        else:
-            center = np.array(self.image_dims) / 2.0
-            crop = np.tile(center, (1, 2))[0] + np.concatenate([-self.crop_dims / 2.0,
-                                                                self.crop_dims / 2.0])
-            crop = crop.astype(int)
-            input_ = input_[:, crop[0]:crop[2], crop[1]:crop[3], :]
-        in_ = self.inputs[0]
-        caffe_in = np.zeros(np.array(input_.shape)[[0, 3, 1, 2]], dtype=np.float32)
-        for ix, in_img in enumerate(input_):
-            caffe_in[ix] = self.transformer.preprocess(in_, in_img)
-        out = self.forward_all(**{in_: caffe_in})
-        predictions = out[self.outputs[0]]
-        if oversample:
-            predictions = predictions.reshape((len(predictions) // 10, 10, -1)).mean(1)
-        return predictions
+            scores = scores.reshape((len(resized), 10, -1)).mean(axis=1)
+        return scores

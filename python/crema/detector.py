@@ -1,107 +1,133 @@
-"""crema.Detector: a Net that classifies windows of images (pycaffe's caffe.Detector, R-CNN
-style): each window, optionally padded with context, is warped to the input size."""
+"""crema.Detector, with the API of pycaffe's caffe.Detector: a Net that classifies rectangular
+windows of images, R-CNN style. Each window, optionally enlarged to take in some surrounding
+context, is warped to the net's input size and preprocessed like a Classifier's image."""
 import numpy as np
 
 from . import io
 from ._crema import TEST
-from .classifier import input_transformer
+from .classifier import image_transformer
 from .pycrema import Net
+
+
+def _as_image(source):
+    """An image path is loaded with io.load_image; an array is used as it is (HxWxK)."""
+    if isinstance(source, (str, bytes)) or hasattr(source, '__fspath__'):
+        return io.load_image(source)
+    image = np.asarray(source, dtype=np.float32)
+    return image[:, :, None] if image.ndim == 2 else image
+
+
+def _window_corners(window):
+    """(ymin, xmin, ymax, xmax) as a 2x2 float array [[ymin, xmin], [ymax, xmax]]."""
+    corners = np.asarray(window, dtype=np.float64).reshape(-1)
+    if corners.size != 4 or not np.all(np.isfinite(corners)):
+        raise ValueError('a window is (ymin, xmin, ymax, xmax), got %r' % (window,))
+    corners = corners.reshape(2, 2)
+    if np.any(corners[1] <= corners[0]):
+        raise ValueError('window %r is empty (it needs ymin < ymax and xmin < xmax)'
+                         % (window,))
+    return corners
 
 
 class Detector(Net):
     """Detector(model_file, pretrained_file, mean=None, input_scale=None, raw_scale=None,
-    channel_swap=None, context_pad=None)."""
+    channel_swap=None, context_pad=None).
+
+    The preprocessing options are io.Transformer's (self.transformer); context_pad is the
+    number of input pixels of context around each warped window (see crop)."""
 
     def __init__(self, model_file, pretrained_file, mean=None, input_scale=None, raw_scale=None,
                  channel_swap=None, context_pad=None):
         Net.__init__(self, model_file, pretrained_file, TEST)
-        self.transformer = input_transformer(self, mean, input_scale, raw_scale, channel_swap)
+        self.transformer = image_transformer(self, mean, input_scale, raw_scale, channel_swap)
         self.configure_crop(context_pad)
 
     def detect_windows(self, images_windows):
-        """images_windows: [(image path or HxWxK array, [(ymin, xmin, ymax, xmax), ...]), ...].
-        Returns [{'window': ..., 'prediction': ..., 'filename': ...}, ...] in input order."""
-        window_inputs = []
-        for image_fname, windows in images_windows:
-            image = io.load_image(image_fname) if isinstance(image_fname, str) else \
-                np.asarray(image_fname, dtype=np.float32)
+        """Runs the net on windows of images. images_windows is a list of (image, windows)
+        where image is a file name (read with io.load_image) or an HxWxK array, and windows
+        a list of (ymin, xmin, ymax, xmax). Returns one dict per window, in input order:
+        {'window': the window, 'prediction': the net's first output for it, 'filename': the
+        file name, or None for an array}."""
+        crops, origins = [], []
+        for source, windows in images_windows:
+            image = _as_image(source)
+            label = source if isinstance(source, (str, bytes)) or \
+                hasattr(source, '__fspath__') else None
             for window in windows:
-                window_inputs.append(self.crop(image, window))
-        in_ = self.inputs[0]
-        caffe_in = np.zeros((len(window_inputs),) + tuple(self.blobs[in_].data.shape[1:]),
-                            dtype=np.float32)
-        for ix, window_in in enumerate(window_inputs):
-            caffe_in[ix] = self.transformer.preprocess(in_, window_in)
-        out = self.forward_all(**{in_: caffe_in})
-        predictions = out[self.outputs[0]]
-        detections = []
-        ix = 0
-        for image_fname, windows in images_windows:
-            for window in windows:
-                detections.append({'window': window, 'prediction': predictions[ix],
-                                   'filename': image_fname if isinstance(image_fname, str)
-                                   else None})
-                ix += 1
-        return detections
+                crops.append(self.crop(image, window))
+                origins.append((label, window))
+        if not crops:
+            return []
+        name = self.inputs[0]
+        batch = np.stack([self.transformer.preprocess(name, crop) for crop in crops])
+        scores = self.forward_all(**{name: batch})[self.outputs[0]]
+        return [{'window': window, 'prediction': score, 'filename': label}
+                for (label, window), score in zip(origins, scores)]
 
     def crop(self, im, window):
-        """The window (ymin, xmin, ymax, xmax) of `im`, with context_pad pixels of context
-        (scaled as R-CNN: the padded box is warped to the input size, outside pixels take the
-        mean), resized to the net's input size."""
-        window = np.asarray(window, dtype=int)
-        crop = im[window[0]:window[2], window[1]:window[3]]
-        if self.context_pad:
-            box = window.copy().astype(float)
-            crop_size = self.blobs[self.inputs[0]].width
-            scale = crop_size / (1. * crop_size - self.context_pad * 2)
-            half_h = (box[2] - box[0] + 1) / 2.
-            half_w = (box[3] - box[1] + 1) / 2.
-            center = (box[0] + half_h, box[1] + half_w)
-            scaled_dims = scale * np.array((-half_h, -half_w, half_h, half_w))
-            box = np.round(np.tile(center, 2) + scaled_dims)
-            full_h = box[2] - box[0] + 1
-            full_w = box[3] - box[1] + 1
-            scale_h = crop_size / full_h
-            scale_w = crop_size / full_w
-            pad_y = round(max(0, -box[0]) * scale_h)
-            pad_x = round(max(0, -box[1]) * scale_w)
-            im_h, im_w = im.shape[:2]
-            box = np.clip(box, 0., [im_h, im_w, im_h, im_w])
-            clip_h = box[2] - box[0] + 1
-            clip_w = box[3] - box[1] + 1
-            crop_h = round(clip_h * scale_h)
-            crop_w = round(clip_w * scale_w)
-            if pad_y + crop_h > crop_size:
-                crop_h = crop_size - pad_y
-            if pad_x + crop_w > crop_size:
-                crop_w = crop_size - pad_x
-            context_crop = im[int(box[0]):int(box[2]), int(box[1]):int(box[3])]
-            context_crop = io.resize_image(context_crop, (int(crop_h), int(crop_w)))
-            crop = np.ones(self.crop_dims_full, dtype=np.float32) * self.crop_mean
-            crop[int(pad_y):int(pad_y + crop_h), int(pad_x):int(pad_x + crop_w)] = context_crop
-        return crop
+        """The HxWxK image content that represents `window` = (ymin, xmin, ymax, xmax).
+
+        Without context_pad: im[ymin:ymax, xmin:xmax] (preprocess then resizes it).
+
+        With context_pad = p and an input of size S (per axis), as R-CNN: the window, whose
+        extent is measured inclusively (ymax - ymin + 1), is enlarged about its centre by
+        S / (S - 2p) and rounded, so that once the enlarged box is warped to S its original
+        part spans S - 2p pixels with p pixels of context on each side. The enlarged box is
+        clipped to the image, those image pixels (end-exclusive, as pycaffe) are resized by the
+        same warp factor and placed where they fall in an S-sized canvas; the rest of the
+        canvas, which lies outside the image, holds the image-space mean (zero after mean
+        subtraction). Returns the S-sized canvas."""
+        image = np.asarray(im, dtype=np.float32)
+        corners = _window_corners(window)
+        if not self.context_pad:
+            top, left = np.maximum(corners[0], 0).astype(int)
+            bottom, right = corners[1].astype(int)
+            region = image[top:bottom, left:right]
+            if region.size == 0:
+                raise ValueError('window %r lies outside the %dx%d image'
+                                 % (window, image.shape[0], image.shape[1]))
+            return region
+        return self._context_crop(image, corners)
+
+    def _context_crop(self, image, corners):
+        size = self.crop_dims.astype(np.float64)  # (height, width) of the net input
+        extent = corners[1] - corners[0] + 1
+        centre = corners[0] + extent / 2
+        growth = size / (size - 2.0 * self.context_pad)
+        half = extent / 2 * growth
+        box = np.round(np.stack([centre - half, centre + half]))  # [[y0, x0], [y1, x1]]
+        warp = size / (box[1] - box[0] + 1)  # canvas pixels per image pixel
+        # Canvas rows/columns before the image starts (the box may begin above/left of it).
+        lead = np.round(np.maximum(0.0, -box[0]) * warp)
+        inside = np.clip(box, 0.0, np.asarray(image.shape[:2], dtype=np.float64))
+        span = np.round((inside[1] - inside[0] + 1) * warp)
+        span = np.minimum(span, size - lead).astype(int)
+        lead = lead.astype(int)
+        canvas = np.empty(tuple(self.crop_dims) + (self.crop_mean.shape[-1],), dtype=np.float32)
+        canvas[...] = self.crop_mean
+        (y0, x0), (y1, x1) = inside.astype(int)
+        pixels = image[y0:y1, x0:x1]
+        if pixels.size and np.all(span > 0):
+            canvas[lead[0]:lead[0] + span[0], lead[1]:lead[1] + span[1]] = \
+                io.resize_image(pixels, span)
+        return canvas
 
     def configure_crop(self, context_pad):
-        """Sets the context padding (pixels of the input) used by crop."""
-        in_ = self.inputs[0]
-        tpose = self.transformer.transpose[in_]
-        inv_tpose = [tpose[t] for t in tpose]
-        self.crop_dims_full = np.array(self.blobs[in_].data.shape[1:])[inv_tpose]
+        """Sets context_pad (input pixels of context around each window, None or 0 for none)
+        and the image-space mean that fills the part of a padded window outside the image."""
+        name = self.inputs[0]
+        input_shape = self.blobs[name].data.shape
         self.context_pad = context_pad
-        if self.context_pad:
-            transpose = self.transformer.transpose.get(in_)
-            channel_order = self.transformer.channel_swap.get(in_)
-            raw_scale = self.transformer.raw_scale.get(in_)
-            mean = self.transformer.mean.get(in_)
-            if mean is not None:
-                inv_transpose = [transpose[t] for t in transpose]
-                crop_mean = mean.copy().transpose(inv_transpose)
-                if channel_order is not None:
-                    channel_order_inverse = [channel_order.index(i)
-                                             for i in range(crop_mean.shape[2])]
-                    crop_mean = crop_mean[:, :, channel_order_inverse]
-                if raw_scale is not None:
-                    crop_mean /= raw_scale
-                self.crop_mean = crop_mean
-            else:
-                self.crop_mean = np.zeros(self.crop_dims_full, dtype=np.float32)
+        self.crop_dims = np.array(input_shape[2:])
+        self.crop_dims_full = np.array(tuple(input_shape[2:]) + (input_shape[1],))
+        if self.context_pad and 2 * self.context_pad >= self.crop_dims.min():
+            raise ValueError('context_pad %r leaves nothing of a %dx%d input for the window'
+                             % ((context_pad,) + tuple(self.crop_dims)))
+        self.crop_mean = self._image_space_mean(name)
+
+    def _image_space_mean(self, name):
+        """The HxWxK image that preprocess maps to zero: the transformer's mean with raw
+        scale, channel swap and transpose undone, which is what deprocess makes of zeros."""
+        zeros = np.zeros(self.blobs[name].data.shape[1:], dtype=np.float32)
+        mean = self.transformer.deprocess(name, zeros)
+        return np.broadcast_to(mean, self.crop_dims_full).astype(np.float32)
