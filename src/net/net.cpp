@@ -1,14 +1,18 @@
 #include "crema/net.hpp"
 
 #include <glog/logging.h>
+#ifndef CREMA_NO_HDF5
 #include <hdf5.h>
+#endif
 
 #include <algorithm>
 #include <cmath>
 #include <set>
 
 #include "crema/layer_registry.hpp"
+#ifndef CREMA_NO_HDF5
 #include "io/hdf5.hpp"
+#endif
 #include "math/math.hpp"
 #include "net/proto_io.hpp"
 
@@ -503,6 +507,11 @@ void Net::CopyTrainedLayersFrom(const std::string& path) {
     }
     return;
   }
+#ifdef CREMA_NO_HDF5
+  CREMA_THROW_RUNTIME(path, ": HDF5 weights need a crema build with HDF5; this inference-only ",
+                      "build reads binary .caffemodel files (convert with the full build: load ",
+                      "the .h5 and save the net as .caffemodel)");
+#else
   Hdf5File file(path, Hdf5File::Mode::kRead);
   hid_t data = file.OpenGroup("data");
   for (const std::string& name : Hdf5ChildNames(data)) {
@@ -538,6 +547,7 @@ void Net::CopyTrainedLayersFrom(const std::string& path) {
     H5Gclose(layer_group);
   }
   H5Gclose(data);
+#endif
 }
 
 void Net::ToProto(NetParameter* param, bool write_diff) const {
@@ -547,6 +557,10 @@ void Net::ToProto(NetParameter* param, bool write_diff) const {
 }
 
 void Net::ToHDF5(const std::string& path, bool write_diff) const {
+#ifdef CREMA_NO_HDF5
+  CREMA_THROW_RUNTIME(path, ": writing HDF5 weights needs a crema build with HDF5; this ",
+                      "inference-only build writes binary .caffemodel files");
+#else
   Hdf5File file(path, Hdf5File::Mode::kCreate);
   hid_t data = file.CreateGroup("data");
   hid_t diff = write_diff ? file.CreateGroup("diff") : -1;
@@ -570,6 +584,7 @@ void Net::ToHDF5(const std::string& path, bool write_diff) const {
   }
   H5Gclose(data);
   if (write_diff) H5Gclose(diff);
+#endif
 }
 
 BlobPtr Net::blob_by_name(const std::string& name) const {
