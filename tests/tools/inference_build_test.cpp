@@ -80,24 +80,34 @@ TEST(InferenceBuildTest, ClassifyExampleMatchesForward) {
   std::iota(order.begin(), order.end(), 0);
   std::sort(order.begin(), order.end(), [&](int a, int b) { return prob[a] > prob[b]; });
 
+  std::ofstream labels(dir + "/labels.txt");
+  for (int c = 0; c < 10; ++c) labels << "digit " << c << "\n";
+  labels.close();
+
   std::string output;
-  ASSERT_EQ(
-      RunCommand((InferenceBuild() / "examples/inference/crema-classify").string() + " " + deploy +
-                     " " + dir + "/lenet.caffemodel " + dir + "/input.raw " + deploy + " 3",
-                 &output),
-      0)
+  const std::string classify = (InferenceBuild() / "examples/inference/crema-classify").string();
+  ASSERT_EQ(RunCommand(classify + " " + deploy + " " + dir + "/lenet.caffemodel " + dir +
+                           "/input.raw " + dir + "/labels.txt 3",
+                       &output),
+            0)
       << output;
+  // Result lines: "SCORE CLASS LABEL" (stderr's glog lines, merged in, start otherwise).
   std::istringstream lines(output);
-  for (int i = 0; i < 3; ++i) {
+  int i = 0;
+  for (std::string line; std::getline(lines, line);) {
+    if (line.empty() || !std::isdigit(static_cast<unsigned char>(line[0]))) continue;
+    ASSERT_LT(i, 3) << output;
+    std::istringstream fields(line);
     float score = 0;
     int label = -1;
-    lines >> score >> label;
-    std::string rest;
-    std::getline(lines, rest);
+    std::string name, number;
+    fields >> score >> label >> name >> number;
     EXPECT_EQ(label, order[i]) << output;
-    EXPECT_EQ(rest, " digit " + std::to_string(order[i])) << output;
+    EXPECT_EQ(name + " " + number, "digit " + std::to_string(order[i])) << output;
     EXPECT_NEAR(score, prob[order[i]], 1e-5) << output;
+    ++i;
   }
+  EXPECT_EQ(i, 3) << output;
 }
 
 }  // namespace
