@@ -80,6 +80,16 @@ std::string LayerRegistry::Suggest(const std::string& type) {
 
 std::unique_ptr<Layer> LayerRegistry::Create(const LayerParameter& param) {
   auto it = Table().find(param.type());
+#ifdef CREMA_EXCLUDED_LAYER_TYPES
+  // The inference-only build (cmake/inference.cmake) leaves out the data layers.
+  if (it == Table().end()) {
+    const std::string excluded = "," CREMA_EXCLUDED_LAYER_TYPES ",";
+    if (excluded.find("," + param.type() + ",") != std::string::npos)
+      CREMA_THROW_CONFIG("layer type ", param.type(),
+                         " is not in this inference-only build (CREMA_INFERENCE_ONLY); feed the "
+                         "net through an Input layer, or use the full crema build");
+  }
+#endif
   if (it == Table().end()) {
     std::string suggestion = Suggest(param.type());
     CREMA_THROW_CONFIG("unknown layer type \"", param.type(), "\".",

@@ -1,14 +1,18 @@
 #include "crema/net.hpp"
 
 #include <glog/logging.h>
+#ifndef CREMA_NO_HDF5
 #include <hdf5.h>
+#endif
 
 #include <algorithm>
 #include <cmath>
 #include <set>
 
 #include "crema/layer_registry.hpp"
+#ifndef CREMA_NO_HDF5
 #include "io/hdf5.hpp"
+#endif
 #include "math/math.hpp"
 #include "net/proto_io.hpp"
 
@@ -570,6 +574,11 @@ WeightsCopy Net::CopyTrainedLayersFrom(const std::string& path, bool skip_mismat
       CREMA_THROW_CONFIG(path, ": ", e.what());
     }
   }
+#ifdef CREMA_NO_HDF5
+  CREMA_THROW_RUNTIME(path, ": HDF5 weights need a crema build with HDF5; this inference-only ",
+                      "build reads binary .caffemodel files (convert with the full build: load ",
+                      "the .h5 and save the net as .caffemodel)");
+#else
   WeightsCopy result;
   Hdf5File file(path, Hdf5File::Mode::kRead);
   hid_t data = file.OpenGroup("data");
@@ -623,6 +632,7 @@ WeightsCopy Net::CopyTrainedLayersFrom(const std::string& path, bool skip_mismat
   }
   H5Gclose(data);
   return result;
+#endif
 }
 
 void Net::ToProto(NetParameter* param, bool write_diff) const {
@@ -632,6 +642,10 @@ void Net::ToProto(NetParameter* param, bool write_diff) const {
 }
 
 void Net::ToHDF5(const std::string& path, bool write_diff) const {
+#ifdef CREMA_NO_HDF5
+  CREMA_THROW_RUNTIME(path, ": writing HDF5 weights needs a crema build with HDF5; this ",
+                      "inference-only build writes binary .caffemodel files");
+#else
   Hdf5File file(path, Hdf5File::Mode::kCreate);
   hid_t data = file.CreateGroup("data");
   hid_t diff = write_diff ? file.CreateGroup("diff") : -1;
@@ -655,6 +669,7 @@ void Net::ToHDF5(const std::string& path, bool write_diff) const {
   }
   H5Gclose(data);
   if (write_diff) H5Gclose(diff);
+#endif
 }
 
 BlobPtr Net::blob_by_name(const std::string& name) const {

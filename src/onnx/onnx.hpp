@@ -13,6 +13,8 @@
 
 namespace crema {
 
+class Net;
+
 struct OnnxExportOptions {
   int opset = 17;  // 13 (Softmax over one axis) .. 21
 };
@@ -25,6 +27,8 @@ int OnnxIrVersionForOpset(int opset);
 void ExportOnnx(const NetParameter& deploy, const std::vector<std::string>& weights,
                 const std::string& source, const OnnxExportOptions& options,
                 onnx::ModelProto* model);
+// The same from a net already built for TEST (with its weights), e.g. one filled in memory.
+void ExportOnnx(const Net& net, const OnnxExportOptions& options, onnx::ModelProto* model);
 void ExportOnnxFile(const std::string& model_path, const std::vector<std::string>& weights,
                     const std::string& out_path, const OnnxExportOptions& options);
 

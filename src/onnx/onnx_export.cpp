@@ -191,6 +191,11 @@ class Exporter {
       } else {
         SetAttr(AddNode("LeakyRelu", {In()}, {Out()}, param().name()), "alpha", slope);
       }
+    } else if (t == "PReLU") {
+      Prelu();
+    } else if (t == "Power") {
+      const auto& pp = param().power_param();
+      Power(In(), pp.power(), pp.scale(), pp.shift(), Out(), param().name());
     } else if (t == "ReLU6") {
       Clip(0.f, 6.f);
     } else if (t == "Clip") {
@@ -326,12 +331,54 @@ class Exporter {
     AddNode("Clip", {In(), AddScalar("min", lo), AddScalar("max", hi)}, {Out()}, param().name());
   }
 
+  // y = (shift + scale * x)^power as Mul, Add, Pow, each left out when it is the identity; a
+  // Power that is the identity altogether is an Identity node.
+  void Power(std::string x, float power, float scale, float shift, const std::string& out,
+             const std::string& node_name) {
+    std::vector<std::pair<std::string, std::string>> steps;  // (op, scalar initializer)
+    if (scale != 1.f) steps.emplace_back("Mul", AddScalar("scale", scale));
+    if (shift != 0.f) steps.emplace_back("Add", AddScalar("shift", shift));
+    if (power != 1.f) steps.emplace_back("Pow", AddScalar("power", power));
+    if (steps.empty()) {
+      AddNode("Identity", {x}, {out}, node_name);
+      return;
+    }
+    for (size_t i = 0; i + 1 < steps.size(); ++i)
+      x = AddStep(steps[i].first, {x, steps[i].second}, StrCat("power", i));
+    AddNode(steps.back().first, {x, steps.back().second}, {out}, node_name);
+  }
+
+  // ONNX PRelu broadcasts the slope from the right: per-channel slopes get shape (C, 1, ...).
+  void Prelu() {
+    Shape dims = {1};
+    if (!param().prelu_param().channel_shared()) {
+      dims = Shape(BottomShape().size() - 1, 1);
+      dims[0] = BottomShape()[1];
+    }
+    AddNode("PRelu", {In(), ParamInitializer(0, "slope", dims)}, {Out()}, param().name());
+  }
+
   void Lrn() {
     const auto& lp = param().lrn_param();
-    if (lp.norm_region() != LRNParameter::ACROSS_CHANNELS)
-      CREMA_THROW_CONFIG(Where(),
-                         "lrn_param.norm_region WITHIN_CHANNEL has no ONNX operator; "
-                         "only ACROSS_CHANNELS maps to LRN");
+    if (lp.norm_region() == LRNParameter::WITHIN_CHANNEL) {
+      // Caffe's composition: x * (1 + alpha * avg(x^2 over the n x n square, zero padded))^-beta,
+      // k unused; the average divides by n^2 everywhere (pad (n-1)/2 keeps windows inside).
+      if (BottomShape().size() != 4)
+        CREMA_THROW_CONFIG(Where(), "ONNX export supports WITHIN_CHANNEL LRN on 4-D blobs only");
+      const int64_t n = lp.local_size(), pad = (n - 1) / 2;
+      const std::string x = In();
+      onnx::NodeProto* pool;
+      const std::string avg =
+          AddStep("AveragePool", {AddStep("Mul", {x, x}, "square")}, "avg", &pool);
+      SetAttr(pool, "kernel_shape", Shape{n, n});
+      SetAttr(pool, "pads", Shape{pad, pad, pad, pad});
+      SetAttr(pool, "count_include_pad", int64_t{1});
+      const std::string out = Out();
+      const std::string denominator = Unique(param().name() + "/scale");
+      Power(avg, -lp.beta(), lp.alpha(), 1.f, denominator, denominator);
+      AddNode("Mul", {x, denominator}, {out}, param().name());
+      return;
+    }
     // Both divide alpha by the window size: x / (k + alpha / size * sum(x^2))^beta.
     onnx::NodeProto* node = AddNode("LRN", {In()}, {Out()}, param().name());
     SetAttr(node, "size", int64_t{lp.local_size()});
@@ -528,7 +575,7 @@ class Exporter {
 void ExportOnnx(const NetParameter& deploy, const std::vector<std::string>& weights,
                 const std::string& source, const OnnxExportOptions& options,
                 onnx::ModelProto* model) {
-  const int ir_version = OnnxIrVersionForOpset(options.opset);
+  OnnxIrVersionForOpset(options.opset);  // a bad opset fails before the net is built
   NetParameter filtered;
   NetParameter test_param = deploy;
   test_param.mutable_state()->set_phase(TEST);
@@ -544,7 +591,11 @@ void ExportOnnx(const NetParameter& deploy, const std::vector<std::string>& weig
   net_options.verbose = false;
   Net net(deploy, net_options);
   for (const std::string& path : weights) net.CopyTrainedLayersFrom(path);
+  ExportOnnx(net, options, model);
+}
 
+void ExportOnnx(const Net& net, const OnnxExportOptions& options, onnx::ModelProto* model) {
+  const int ir_version = OnnxIrVersionForOpset(options.opset);
   model->Clear();
   model->set_ir_version(ir_version);
   model->set_producer_name("crema");

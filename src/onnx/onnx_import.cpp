@@ -117,6 +117,7 @@ void SetSpatial(google::protobuf::RepeatedField<uint32_t>* field, const Shape& v
 }
 
 void FillBlob(BlobProto* blob, const Shape& dims, const std::vector<double>& values) {
+  blob->mutable_shape();  // set even for a scalar (no dims)
   for (int64_t d : dims) blob->mutable_shape()->add_dim(d);
   for (double v : values) blob->add_data(static_cast<float>(v));
 }
@@ -259,6 +260,14 @@ class Importer {
       AddLayer("ReLU", {Blob()}, InShape())
           ->mutable_relu_param()
           ->set_negative_slope(FloatAttr(node(), "alpha", 0.01f));
+    } else if (t == "PRelu") {
+      Prelu();
+    } else if (t == "Pow") {
+      if (!IsConst(1) || Const(1).values.size() != 1)
+        CREMA_THROW_CONFIG(Where(), "only a constant scalar exponent maps to Caffe's Power");
+      AddLayer("Power", {Blob()}, InShape())
+          ->mutable_power_param()
+          ->set_power(static_cast<float>(Const(1).values[0]));
     } else if (t == "Sigmoid" || t == "Tanh") {
       AddLayer(t == "Sigmoid" ? "Sigmoid" : "TanH", {Blob()}, InShape());
     } else if (t == "Clip") {
@@ -562,6 +571,25 @@ class Importer {
       pp->set_pad_w(static_cast<uint32_t>(caffe_pad[1]));
     }
     if (!ceil_both) pp->set_round_mode(PoolingParameter::FLOOR);
+  }
+
+  // The slope broadcasts from the right; Caffe's PReLU has one slope, or one per channel (axis 1).
+  void Prelu() {
+    const Constant& slope = Const(1);
+    const Shape& in = InShape();
+    LayerParameter* layer = AddLayer("PReLU", {Blob()}, in);
+    if (slope.values.size() == 1) {
+      layer->mutable_prelu_param()->set_channel_shared(true);
+      FillBlob(layer->add_blobs(), {}, slope.values);
+      return;
+    }
+    int axis = 0;
+    Shape core;
+    if (in.size() < 2 || !BroadcastSpan(in, slope.dims, &axis, &core) || axis != 1 ||
+        core.size() != 1)
+      CREMA_THROW_CONFIG(Where(), "slope ", ShapeText(slope.dims), " is not one per channel of ",
+                         ShapeText(in), "; Caffe's PReLU has one slope or one per channel");
+    FillBlob(layer->add_blobs(), core, slope.values);
   }
 
   void Clip() {

@@ -4,7 +4,6 @@
 #include "onnx/onnx.hpp"
 
 #include <gtest/gtest.h>
-#include <sys/wait.h>
 
 #include <algorithm>
 #include <cmath>
@@ -20,6 +19,7 @@
 #include "io/npy.hpp"
 #include "net/proto_io.hpp"
 #include "support/reference.hpp"
+#include "tools/onnx_test_util.hpp"
 
 namespace crema {
 namespace {
@@ -136,10 +136,8 @@ void FillInputs(Net* net, unsigned seed) {
   }
 }
 
-std::vector<float> BlobValues(const Blob& blob) {
-  const float* data = blob.cpu_data<float>();
-  return std::vector<float>(data, data + blob.count());
-}
+using onnx_test::BlobValues;
+using onnx_test::RunCommand;
 
 void ExpectClose(const std::vector<float>& expected, const std::vector<float>& actual,
                  double tolerance, const std::string& what) {
@@ -246,40 +244,17 @@ TEST(OnnxTest, PoolingCornerCasesRoundTrip) {
   }
 }
 
-int RunCommand(const std::string& command, std::string* output) {
-  FILE* pipe = popen((command + " 2>&1").c_str(), "r");
-  if (pipe == nullptr) return -1;
-  char buffer[4096];
-  size_t n;
-  output->clear();
-  while ((n = fread(buffer, 1, sizeof(buffer), pipe)) > 0) output->append(buffer, n);
-  const int status = pclose(pipe);
-  return WIFEXITED(status) ? WEXITSTATUS(status) : 128;
-}
-
 // Runs tests/tools/onnx_check.py (onnx.checker + onnxruntime) on `model_path` with the net's
 // inputs and compares each output with the net's. Returns false when Python lacks the packages.
 bool CompareWithOnnxRuntime(Net* net, const std::string& model_path, const std::string& dir,
                             const std::vector<std::string>& output_names, double tolerance) {
-  std::string feeds;
-  for (size_t i = 0; i < net->input_blobs().size(); ++i) {
-    const std::string name = net->blob_names()[net->input_blob_indices()[i]];
-    const std::string path = StrCat(dir, "/in", i, ".npy");
-    WriteBlobNpy(path, *net->input_blobs()[i]);
-    feeds += " '" + name + "=" + path + "'";
-  }
   std::string output;
-  const int rc = RunCommand(StrCat("python3 ", CREMA_SOURCE_DIR, "/tests/tools/onnx_check.py ",
-                                   model_path, " ", dir, "/ort", feeds),
-                            &output);
-  if (rc == 77) return false;
+  const int rc = onnx_test::RunOnnxCheck(net, model_path, dir, &output);
+  if (rc == onnx_test::kOnnxRuntimeMissing) return false;
   EXPECT_EQ(rc, 0) << output;
   if (rc != 0) return true;
   for (size_t i = 0; i < output_names.size(); ++i) {
-    std::string file = output_names[i];
-    for (char& c : file)
-      if (!std::isalnum(static_cast<unsigned char>(c)) && c != '_' && c != '.' && c != '-') c = '~';
-    const NpyArray ort = ReadNpy(dir + "/ort/" + file + ".npy");
+    const NpyArray ort = onnx_test::ReadOrtOutput(dir, output_names[i]);
     const std::vector<float> expected = BlobValues(*net->output_blobs()[i]);
     EXPECT_EQ(ort.shape.size(), net->output_blobs()[i]->shape().size()) << output_names[i];
     ExpectClose(expected, std::vector<float>(ort.values.begin(), ort.values.end()), tolerance,
@@ -288,21 +263,42 @@ bool CompareWithOnnxRuntime(Net* net, const std::string& model_path, const std::
   return true;
 }
 
-TEST(OnnxTest, OnnxRuntimeMatchesCremaForward) {
+// Exports `text` with random weights, runs it on random inputs in crema and onnxruntime.
+void ExpectOnnxRuntimeMatches(const std::string& text, unsigned seed, double tolerance) {
   const std::string dir = testing::TempDir();
   std::unique_ptr<Net> net;
-  const Exported exported = Export(ParseNet(kZooNet), dir, &net);
-  WriteBinaryProto(exported.model, dir + "/zoo.onnx");
-  FillInputs(net.get(), 5);
+  const Exported exported = Export(ParseNet(text), dir, &net);
+  WriteBinaryProto(exported.model, dir + "/net.onnx");
+  FillInputs(net.get(), seed);
   net->Forward();
   std::vector<std::string> names;
   for (const auto& output : exported.model.graph().output()) names.push_back(output.name());
-  if (!CompareWithOnnxRuntime(net.get(), dir + "/zoo.onnx", dir, names, 1e-4))
+  if (!CompareWithOnnxRuntime(net.get(), dir + "/net.onnx", dir, names, tolerance))
     GTEST_SKIP() << "python3 lacks onnx/onnxruntime (scripts/setup.sh installs them)";
 }
 
+TEST(OnnxTest, OnnxRuntimeMatchesCremaForward) { ExpectOnnxRuntimeMatches(kZooNet, 5, 1e-4); }
+
+// Power (every step, and the identity), PReLU (per channel and shared), WITHIN_CHANNEL LRN.
+constexpr char kPowerNet[] = R"(name: "power"
+layer { name: "data" type: "Input" top: "data" input_param { shape { dim: 1 dim: 3 dim: 6 dim: 5 } } }
+layer { name: "prelu" type: "PReLU" bottom: "data" top: "prelu" }
+layer { name: "shared" type: "PReLU" bottom: "data" top: "shared" prelu_param { channel_shared: true } }
+layer { name: "sq" type: "Power" bottom: "prelu" top: "sq" power_param { power: 2 scale: 0.5 shift: 3 } }
+layer { name: "lin" type: "Power" bottom: "shared" top: "lin" power_param { scale: -2 } }
+layer { name: "id" type: "Power" bottom: "lin" top: "id" }
+layer { name: "tail" type: "TanH" bottom: "id" top: "tail" }
+layer { name: "lrn" type: "LRN" bottom: "sq" top: "lrn"
+        lrn_param { local_size: 3 alpha: 0.2 beta: 0.75 norm_region: WITHIN_CHANNEL } }
+)";
+
+TEST(OnnxTest, PowerPreluWithinChannelLrnRoundTrip) { ExpectRoundTrip(ParseNet(kPowerNet)); }
+
+TEST(OnnxTest, OnnxRuntimeMatchesPowerPreluWithinChannelLrn) {
+  ExpectOnnxRuntimeMatches(kPowerNet, 4, 1e-5);
+}
+
 TEST(OnnxTest, OnnxRuntimeMatchesPoolingCornerCases) {
-  const std::string dir = testing::TempDir();
   std::string text =
       "layer { name: 'data' type: 'Input' top: 'data' input_param { shape { dim: 1 dim: 2 "
       "dim: 6 dim: 7 } } }\n";
@@ -313,15 +309,7 @@ TEST(OnnxTest, OnnxRuntimeMatchesPoolingCornerCases) {
                               "kernel_size: 3 stride: 2 pad: 1 round_mode: FLOOR"})
       text += StrCat("layer { name: 'pool", k, "' type: 'Pooling' bottom: 'data' top: 'pool", k++,
                      "' pooling_param { pool: ", pool, " ", extra, " } }\n");
-  std::unique_ptr<Net> net;
-  const Exported exported = Export(ParseNet(text), dir, &net);
-  WriteBinaryProto(exported.model, dir + "/pool.onnx");
-  FillInputs(net.get(), 9);
-  net->Forward();
-  std::vector<std::string> names;
-  for (const auto& output : exported.model.graph().output()) names.push_back(output.name());
-  if (!CompareWithOnnxRuntime(net.get(), dir + "/pool.onnx", dir, names, 1e-5))
-    GTEST_SKIP() << "python3 lacks onnx/onnxruntime (scripts/setup.sh installs them)";
+  ExpectOnnxRuntimeMatches(text, 9, 1e-5);
 }
 
 // The real SqueezeNet v1.0 (legacy input: fields): crema vs onnxruntime, and the round trip.
