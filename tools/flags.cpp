@@ -30,6 +30,10 @@ DEFINE_bool(deterministic, false,
             "timing, so repeated runs give identical results. train: also the solver's "
             "deterministic mode (seeded from random_seed, CPU results independent of the "
             "thread count).");
+DEFINE_bool(check_nan, false,
+            "train, test: after every layer's forward and backward, check its outputs and "
+            "gradients; stop at the first NaN or infinity, naming the layer, the blob and the "
+            "iteration (slower: one pass over every blob).");
 DEFINE_int32(iterations, 50, "The number of iterations (batches) to run.");
 DEFINE_string(phase, "", "Network phase: TRAIN or TEST.");
 DEFINE_string(stage, "", "Network stages, separated by commas (NetState.stage).");

@@ -23,6 +23,7 @@ DECLARE_int32(level);
 DECLARE_bool(json);
 DECLARE_string(output_dir);
 DECLARE_string(out);
+DECLARE_bool(check_nan);
 DECLARE_string(backend);
 DECLARE_string(set);
 DECLARE_string(progress);

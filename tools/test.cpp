@@ -23,6 +23,7 @@ int RunTest(const std::vector<std::string>& args) {
   std::unique_ptr<Net> net =
       Net::FromFile(FLAGS_model, phase, FLAGS_level, StagesFromFlag(), device);
   for (const std::string& weights : SplitList(FLAGS_weights)) net->CopyTrainedLayersFrom(weights);
+  net->set_check_finite(FLAGS_check_nan);
   LOG(INFO) << "Running for " << FLAGS_iterations << " iterations.";
 
   // One running sum per output element, as Caffe's test tool.
@@ -30,7 +31,11 @@ int RunTest(const std::vector<std::string>& args) {
   std::vector<int> score_output;  // index into output_blobs() of each score
   double loss = 0;
   for (int i = 0; i < FLAGS_iterations; ++i) {
-    loss += net->Forward();
+    try {
+      loss += net->Forward();
+    } catch (const NonFiniteError& e) {
+      CREMA_THROW_RUNTIME(e.what(), " at iteration ", i);
+    }
     size_t idx = 0;
     for (size_t j = 0; j < net->output_blobs().size(); ++j) {
       const Blob& out = *net->output_blobs()[j];
@@ -76,5 +81,6 @@ CREMA_REGISTER_VERB(test, "test", "score a trained net: average its outputs over
                     "every output per batch and prints the mean of each output element as "
                     "`name = value` lines on stdout; a loss output also shows its weighted value, "
                     "e.g. `loss = 0.31 (* 1 = 0.31 loss)`, as Caffe's `caffe test` does.",
-                    {"model", "weights", "iterations", "gpu", "math", "cudnn_workspace_mb", "deterministic", "phase", "stage", "level"},
+                    {"model", "weights", "iterations", "gpu", "math", "cudnn_workspace_mb",
+                     "deterministic", "check_nan", "phase", "stage", "level"},
                     &crema::cli::RunTest);

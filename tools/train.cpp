@@ -239,7 +239,15 @@ int RunTrain(const std::vector<std::string>& args) {
   }
   LOG(INFO) << "Starting Optimization";
   const PrefetchWait wait_before = TotalPrefetchWait();
-  solver->Solve();
+  if (FLAGS_check_nan) {
+    solver->net()->set_check_finite(true);
+    for (const auto& net : solver->test_nets()) net->set_check_finite(true);
+  }
+  try {
+    solver->Solve();
+  } catch (const NonFiniteError& e) {
+    CREMA_THROW_RUNTIME(e.what(), " at iteration ", solver->iter());
+  }
   LOG(INFO) << "Optimization Done.";
   // Time the data layers' Forward (train and test nets) waited for their prefetch threads.
   const PrefetchWait wait = TotalPrefetchWait();
@@ -313,6 +321,6 @@ CREMA_REGISTER_VERB(
     "<snapshot_prefix>_tensorboard/. On a terminal (--progress auto) a live progress line "
     "replaces the INFO log.",
     {"solver", "weights", "snapshot", "resume", "set", "gpu", "math", "cudnn_workspace_mb",
-     "deterministic", "stage", "level", "sigint_effect", "sighup_effect", "progress",
+     "deterministic", "check_nan", "stage", "level", "sigint_effect", "sighup_effect", "progress",
      "skip_mismatched", "freeze"},
     &crema::cli::RunTrain);

@@ -17,6 +17,13 @@ namespace crema {
 
 class ProtoSource;
 
+// Thrown with --check-nan (Net::set_check_finite) at the first layer whose output, input
+// gradient or parameter gradient holds a NaN or an infinity.
+class NonFiniteError : public RuntimeError {
+ public:
+  using RuntimeError::RuntimeError;
+};
+
 struct NetOptions {
   Device device;
   // Replaces the phase/level/stages of the NetParameter's state when set.
@@ -129,6 +136,9 @@ class Net {
   Layer* layer_by_name(const std::string& name) const;
   int layer_index(const std::string& name) const;  // -1 when absent
   void set_debug_info(bool value) { debug_info_ = value; }
+  // After every layer's Forward (its tops) and Backward (its bottoms' and params' gradients),
+  // checks that all values are finite; throws NonFiniteError naming the layer and the blob.
+  void set_check_finite(bool value) { check_finite_ = value; }
   // The NetParameter this net was built from, after filtering and split insertion.
   const NetParameter& filtered_param() const { return filtered_param_; }
 
@@ -142,6 +152,7 @@ class Net {
   void AppendParam(const NetParameter& param, int layer_id, int param_id);
   // Which layers and bottoms need backward, from param_need_backward_ and the graph.
   void InferBackward(bool force_backward, bool verbose);
+  void CheckFinite(int layer_id, bool forward) const;
   void ForwardDebugInfo(int layer_id);
   void BackwardDebugInfo(int layer_id);
   void UpdateDebugInfo(int param_id);
@@ -191,6 +202,7 @@ class Net {
   std::vector<float> params_weight_decay_;
   std::vector<bool> has_params_decay_;
   bool debug_info_ = false;
+  bool check_finite_ = false;
 };
 
 // NetState filtering: keeps the layers whose include/exclude rules match `param.state()`.

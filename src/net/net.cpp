@@ -410,12 +410,41 @@ void Net::AppendParam(const NetParameter& param, int layer_id, int param_id) {
   }
 }
 
+void Net::CheckFinite(int layer_id, bool forward) const {
+  const auto fail = [&](const std::string& what, const std::string& blob, double asum) {
+    throw NonFiniteError(StrCat("--check-nan: layer \"", layer_names_[layer_id], "\" (",
+                                layers_[layer_id]->type(), ") produced a non-finite ", what, " \"",
+                                blob, "\" (sum of |values| = ", asum, ") in the ",
+                                forward ? "forward" : "backward", " pass"));
+  };
+  if (forward) {
+    for (size_t j = 0; j < top_vecs_[layer_id].size(); ++j) {
+      const double asum = top_vecs_[layer_id][j]->asum_data();
+      if (!std::isfinite(asum)) fail("output", blob_names_[top_id_vecs_[layer_id][j]], asum);
+    }
+    return;
+  }
+  for (size_t j = 0; j < bottom_vecs_[layer_id].size(); ++j) {
+    if (!bottom_need_backward_[layer_id][j]) continue;
+    const double asum = bottom_vecs_[layer_id][j]->asum_diff();
+    if (!std::isfinite(asum))
+      fail("gradient of input", blob_names_[bottom_id_vecs_[layer_id][j]], asum);
+  }
+  const auto& params = layers_[layer_id]->blobs();
+  for (size_t j = 0; j < params.size(); ++j) {
+    const double asum = params[j]->asum_diff();
+    if (!std::isfinite(asum))
+      fail("gradient of parameter", StrCat(layer_names_[layer_id], "[", j, "]"), asum);
+  }
+}
+
 double Net::ForwardFromTo(int start, int end) {
   CREMA_ASSERT(start >= 0 && end < num_layers() && start <= end + 1, start, " ", end);
   double loss = 0;
   for (int i = start; i <= end; ++i) {
     loss += layers_[i]->Forward(bottom_vecs_[i], top_vecs_[i]);
     if (debug_info_) ForwardDebugInfo(i);
+    if (check_finite_) CheckFinite(i, true);
   }
   return loss;
 }
@@ -428,6 +457,7 @@ void Net::BackwardFromTo(int start, int end) {
     if (!layer_need_backward_[i]) continue;
     layers_[i]->Backward(top_vecs_[i], bottom_need_backward_[i], bottom_vecs_[i]);
     if (debug_info_) BackwardDebugInfo(i);
+    if (check_finite_) CheckFinite(i, false);
   }
 }
 
