@@ -85,14 +85,16 @@ class MpiTrainTest : public ::testing::Test {
   }
 
   // Runs `args` after crema (under mpirun -np 2 when `ranks` is 2); returns the exit status.
-  int Train(int ranks, const std::string& args, const std::string& log) {
+  // `wrapper` (e.g. "timeout 120 ") goes before mpirun.
+  int Train(int ranks, const std::string& args, const std::string& log,
+            const std::string& wrapper = "") {
     const std::string crema = std::string(CREMA_BINARY_DIR) + "/crema";
     std::string command = "OMP_NUM_THREADS=1 OPENBLAS_NUM_THREADS=1 ";
     if (ranks > 1)
       command +=
           "OMPI_MCA_btl=self,tcp OMPI_MCA_btl_tcp_if_include=lo "
           "OMPI_MCA_oob_tcp_if_include=lo OMPI_MCA_plm_rsh_agent=false " +
-          mpirun_ + " --allow-run-as-root --oversubscribe --bind-to none -np " +
+          wrapper + mpirun_ + " --allow-run-as-root --oversubscribe --bind-to none -np " +
           std::to_string(ranks) + " ";
     command += crema + " train --alsologtostderr=1 --progress=off " + args + " > " + dir_ + "/" +
                log + " 2>&1";
@@ -188,6 +190,22 @@ TEST_F(MpiTrainTest, ResumeUnderMpirunContinuesTheRun) {
       << Log("resume.log");
   ExpectSameWeights(dir_ + "/single/snap_iter_9.caffemodel",
                     dir_ + "/multi/snap_iter_9.caffemodel");
+}
+
+TEST_F(MpiTrainTest, EarlyStoppingOnRankZeroStopsEveryRank) {
+  // Only rank 0 tests; min_delta 100 makes the second test (iteration 2) stop the run. Without
+  // the broadcast of that decision, rank 1 would go on to max_iter and wait forever for rank 0 in
+  // the gradient allreduce (the command's timeout ends that case).
+  const std::string solver =
+      Solver("stop", 3, 1, 50,
+             "test_net: \"" + dir_ +
+                 "/stop_net.prototxt\" test_iter: 1 test_interval: 2\n"
+                 "early_stopping { output: \"loss\" min_delta: 100 patience: 1 }\n");
+  ASSERT_EQ(Train(2, "--solver " + solver, "stop.log", "timeout 120 "), 0) << Log("stop.log");
+  EXPECT_NE(Log("stop.log").find("early_stopping: loss has not improved"), std::string::npos)
+      << Log("stop.log");
+  EXPECT_TRUE(fs::exists(dir_ + "/stop/snap_iter_2.caffemodel")) << Log("stop.log");
+  EXPECT_FALSE(fs::exists(dir_ + "/stop/snap_iter_50.caffemodel"));
 }
 
 TEST_F(MpiTrainTest, AFailingRankEndsTheJob) {
