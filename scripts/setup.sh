@@ -11,6 +11,7 @@ pkgs=(
   liblmdb-dev lmdb-utils libleveldb-dev
   libopencv-core-dev libopencv-imgproc-dev libopencv-imgcodecs-dev
   libhdf5-dev
+  libopenmpi-dev openmpi-bin
   libgtest-dev libgmock-dev
   libcurl4-openssl-dev libssl-dev
   python3-dev python3-numpy pybind11-dev python3-pybind11 python3-protobuf python3-pytest

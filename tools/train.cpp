@@ -3,6 +3,7 @@
 #include <glog/logging.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <csignal>
 #include <cstdio>
 #include <filesystem>
@@ -15,6 +16,7 @@
 #include "io/prefetch_pool.hpp"
 #include "net/proto_io.hpp"
 #include "overrides.hpp"
+#include "solvers/distributed.hpp"
 #include "verb.hpp"
 
 DEFINE_string(sigint_effect, "stop",
@@ -27,6 +29,10 @@ DECLARE_string(freeze);
 DEFINE_bool(resume, false,
             "Resume from the newest <snapshot_prefix>_iter_N.solverstate(.h5) (highest N), as "
             "--snapshot auto; with none yet, say so and start from iteration 0.");
+
+DEFINE_bool(scale_lr_by_world, false,
+            "Under mpirun -np N: multiply base_lr by N (the linear scaling rule for a global "
+            "batch N times the per-process one); no effect in a single process.");
 
 namespace crema::cli {
 namespace {
@@ -159,7 +165,7 @@ Device TrainDevice(const SolverParameter& param) {
   return Device::Cpu();
 }
 
-int RunTrain(const std::vector<std::string>& args) {
+int TrainOnThisRank() {
   RequireFlag("solver", FLAGS_solver);
   const bool resume = FLAGS_resume || FLAGS_snapshot == "auto";
   if (FLAGS_resume && !FLAGS_snapshot.empty() && FLAGS_snapshot != "auto")
@@ -213,18 +219,25 @@ int RunTrain(const std::vector<std::string>& args) {
     effective.add_weights(FLAGS_weights);
   }
   param.clear_weights();
+  // After `effective`: <prefix>_solver.prototxt keeps the rate of the solver file.
+  if (FLAGS_scale_lr_by_world && dist::Active()) {
+    LOG(INFO) << "--scale_lr_by_world: base_lr " << param.base_lr() << " x " << dist::WorldSize()
+              << " ranks = " << param.base_lr() * dist::WorldSize();
+    param.set_base_lr(param.base_lr() * dist::WorldSize());
+  }
 
   SolverOptions options;
   options.device = TrainDevice(param);
   options.source = source;
-  options.progress = LiveProgress() && (FLAGS_progress == "on" || FLAGS_log_dir.empty());
+  options.progress =
+      dist::IsRoot() && LiveProgress() && (FLAGS_progress == "on" || FLAGS_log_dir.empty());
   // The progress line replaces the INFO log on the terminal (warnings and errors still show);
   // the numbers are in <snapshot_prefix>_metrics.jsonl.
   if (options.progress && FLAGS_log_dir.empty()) FLAGS_minloglevel = google::GLOG_WARNING;
   LOG(INFO) << "Using " << options.device.ToString();
   std::unique_ptr<Solver> solver = Solver::Create(param, options);
   if (param.deterministic()) effective.set_random_seed(solver->param().random_seed());  // picked
-  WriteEffectiveSolver(effective);
+  if (dist::IsRoot()) WriteEffectiveSolver(effective);
 
   CopyWeightsWithReport(solver.get(), weights, FLAGS_skip_mismatched);
   FreezeMatchingLayers(solver.get(), FreezePatterns(FLAGS_freeze));
@@ -263,6 +276,25 @@ int RunTrain(const std::vector<std::string>& args) {
         std::printf("Test net #%zu: %s = %g\n", i, score.first.c_str(), score.second);
   }
   return 0;
+}
+
+// Under an MPI launcher (mpirun -np N) every rank trains a replica (solvers/distributed.hpp);
+// only rank 0 logs INFO, tests and writes files; a rank that fails ends the whole job.
+int RunTrain(const std::vector<std::string>& args) {
+  dist::Init();
+  if (dist::Active() && !dist::IsRoot())
+    FLAGS_minloglevel = std::max<int>(FLAGS_minloglevel, google::GLOG_WARNING);
+  if (dist::Active())
+    LOG(INFO) << "MPI: " << dist::WorldSize() << " ranks; this is rank " << dist::Rank();
+  int code = 0;
+  try {
+    code = TrainOnThisRank();
+  } catch (const std::exception& e) {
+    dist::AbortJob(e.what());  // returns only in a single process
+    throw;
+  }
+  dist::Finalize();
+  return code;
 }
 
 }  // namespace
@@ -319,8 +351,15 @@ CREMA_REGISTER_VERB(
     "Beside the snapshots: <snapshot_prefix>_metrics.jsonl (JSON lines: every iteration's lr, "
     "loss and outputs, every test's scores) and TensorBoard events in "
     "<snapshot_prefix>_tensorboard/. On a terminal (--progress auto) a live progress line "
-    "replaces the INFO log.",
+    "replaces the INFO log.\n\n"
+    "Multi-process (data-parallel) training when crema is built with MPI: `mpirun -np N crema "
+    "train --solver S` runs one replica per rank; gradients are averaged over the ranks before "
+    "every update, rank 0's weights are broadcast at the start, the train net's Data layers read "
+    "shard `rank` of N (unless their data_param sets shard_id/num_shards), and only rank 0 logs, "
+    "tests and writes snapshots and logs. The global batch is N x batch_size x iter_size; "
+    "--scale_lr_by_world multiplies base_lr by N. See "
+    "docs/distributed.md.",
     {"solver", "weights", "snapshot", "resume", "set", "gpu", "math", "cudnn_workspace_mb",
-     "deterministic", "check_nan", "stage", "level", "sigint_effect", "sighup_effect", "progress",
-     "skip_mismatched", "freeze"},
+      "deterministic", "check_nan", "scale_lr_by_world", "stage", "level", "sigint_effect",
+      "sighup_effect", "progress", "skip_mismatched", "freeze"},
     &crema::cli::RunTrain);

@@ -5,6 +5,7 @@
 #include <chrono>
 #include <functional>
 #include <memory>
+#include <set>
 #include <string>
 #include <vector>
 
@@ -129,6 +130,12 @@ class Solver {
   void ApplyTestWholeSet();
   void CheckMonitors() const;
   Action GetRequestedAction() const;
+  // Multi-process training (solvers/distributed.hpp): sets shard_id = rank and num_shards = world
+  // in the train net's Data layers that set neither; broadcasts rank 0's weights and logs the
+  // global batch; broadcasts rank 0's early stop, learning-rate scale and `request` (returned).
+  void ShardTrainData(NetParameter* net_param);
+  void SyncReplicas();
+  Action SyncDecisions(Action request);
   // The lr_policy's rate, before reduce_lr_on_plateau.
   double ScheduledLearningRate() const;
   // Runs the callbacks on the latest test scores.
@@ -145,6 +152,8 @@ class Solver {
   bool snapshot_best_ = false;
   // test_whole_set: each test net's data layers at their start, restored before each pass.
   std::vector<std::vector<std::pair<Layer*, DataLayerState>>> test_start_states_;
+  // The train net's Data layers that ShardTrainData sharded by rank.
+  std::set<std::string> auto_sharded_;
 };
 
 class SolverRegistry {

@@ -16,6 +16,7 @@
 #include "crema/error.hpp"
 #include "net/proto_io.hpp"
 #include "net/upgrade.hpp"
+#include "solvers/distributed.hpp"
 #include "solvers/progress_line.hpp"
 #include "solvers/training_log.hpp"
 
@@ -133,10 +134,10 @@ Solver::Solver(const SolverParameter& param, const SolverOptions& options)
   if (param_.snapshot() < 0)
     throw ConfigError(ErrorAt("snapshot") +
                       StrCat("snapshot must be >= 0, got ", param_.snapshot()));
-  if (param_.snapshot() > 0) {
-    if (!param_.has_snapshot_prefix())
-      throw ConfigError(ErrorAt("snapshot") +
-                        "snapshot is set but snapshot_prefix is not; set snapshot_prefix");
+  if (param_.snapshot() > 0 && !param_.has_snapshot_prefix())
+    throw ConfigError(ErrorAt("snapshot") +
+                      "snapshot is set but snapshot_prefix is not; set snapshot_prefix");
+  if (param_.snapshot() > 0 && dist::IsRoot()) {  // only rank 0 writes snapshots
     // Create the snapshot folder, and probe it now rather than fail after hours of training.
     const fs::path folder = fs::path(param_.snapshot_prefix()).parent_path();
     std::error_code dir_error;
@@ -242,7 +243,7 @@ void Solver::Say(const std::string& text) {
 
 void Solver::OpenTrainingLog() {
   start_time_ = Clock::now();
-  if (log_ || param_.snapshot_prefix().empty()) return;
+  if (log_ || param_.snapshot_prefix().empty() || !dist::IsRoot()) return;
   const std::string metrics =
       param_.metrics_log() ? param_.snapshot_prefix() + "_metrics.jsonl" : "";
   const std::string events = param_.tensorboard() ? param_.snapshot_prefix() + "_tensorboard" : "";
@@ -355,6 +356,7 @@ void Solver::InitTrainNet() {
   net_options.override_state = true;
   net_options.state = state;
   net_options.source = source;
+  if (dist::Active()) ShardTrainData(&net_param);
   net_ = std::make_unique<Net>(net_param, net_options);
   net_->set_debug_info(param_.debug_info());
   for (const std::string& weights : param_.weights()) {
@@ -368,6 +370,50 @@ void Solver::InitTrainNet() {
       net_->CopyTrainedLayersFrom(path);
     }
   }
+}
+
+void Solver::ShardTrainData(NetParameter* net_param) {
+  const int rank = dist::Rank(), world = dist::WorldSize();
+  for (LayerParameter& layer : *net_param->mutable_layer()) {
+    if (layer.type() != "Data") continue;
+    if (layer.data_param().has_shard_id() || layer.data_param().has_num_shards()) {
+      LOG(INFO) << "Data layer \"" << layer.name() << "\" keeps the sharding of its prototxt ("
+                << "shard_id " << layer.data_param().shard_id() << " of num_shards "
+                << layer.data_param().num_shards() << ") on rank " << rank;
+      continue;
+    }
+    layer.mutable_data_param()->set_shard_id(static_cast<uint32_t>(rank));
+    layer.mutable_data_param()->set_num_shards(static_cast<uint32_t>(world));
+    auto_sharded_.insert(layer.name());
+    LOG(INFO) << "Data layer \"" << layer.name() << "\" is sharded by rank: rank r of " << world
+              << " reads the records i with i % " << world << " == r";
+  }
+}
+
+void Solver::SyncReplicas() {
+  if (!dist::Active()) return;
+  std::vector<Blob*> params;
+  for (const BlobPtr& blob : net_->params()) params.push_back(blob.get());
+  dist::BroadcastData(params);
+  const Layer* data = nullptr;
+  for (const auto& layer : net_->layers())
+    if (layer->BatchSize() > 0 && data == nullptr) data = layer.get();
+  const int64_t batch = data ? data->BatchSize() : 0;
+  LOG(INFO) << "Data-parallel training, weights broadcast from rank 0: " << dist::WorldSize()
+            << " ranks x batch " << batch
+            << (param_.iter_size() > 1 ? StrCat(" (x iter_size ", param_.iter_size(), ")") : "")
+            << " = global batch " << dist::WorldSize() * batch * param_.iter_size() << "; base_lr "
+            << param_.base_lr();
+}
+
+Solver::Action Solver::SyncDecisions(Action request) {
+  if (!dist::Active()) return request;
+  std::vector<double> values = {requested_early_exit_ ? 1.0 : 0.0, callback_state_.lr_scale(),
+                                static_cast<double>(static_cast<int>(request))};
+  dist::Broadcast(&values);
+  requested_early_exit_ = values[0] != 0;
+  callback_state_.set_lr_scale(values[1]);
+  return static_cast<Action>(static_cast<int>(values[2]));
 }
 
 void Solver::InitTestNets() {
@@ -631,6 +677,16 @@ void Solver::RestoreDataStates(const SolverState& state, const std::string& stat
       if (saved->type() != layer->type())
         CREMA_THROW_CONFIG(state_file, ": data_state of layer \"", layer->name(), "\" is for a ",
                            saved->type(), " layer, but the net's layer is ", layer->type());
+      if (k == 0 && auto_sharded_.count(layer->name()) && dist::Rank() > 0) {
+        // The state is rank 0's (shard 0); every shard has read as many records of its own.
+        DataLayerState mine = *saved;
+        const int64_t world = dist::WorldSize(), shard_records = layer->NumRecords();
+        const int64_t index = saved->position() / world;
+        mine.set_position((shard_records > 0 ? index % shard_records : 0) * world + dist::Rank());
+        if (saved->pass_size() >= 0) mine.set_pass_size(shard_records);
+        layer->RestoreDataState(mine);
+        continue;
+      }
       layer->RestoreDataState(*saved);
     }
   }
@@ -660,6 +716,7 @@ void Solver::Step(int iters) {
     if (param_.test_interval() && iter_ % param_.test_interval() == 0 &&
         (iter_ > 0 || param_.test_initialization())) {
       TestAll();
+      SyncDecisions(Action::kNone);      // rank 0 tests; its callbacks decide for every rank
       if (requested_early_exit_) break;  // stop requested while testing
     }
     const bool display = param_.display() && iter_ % param_.display() == 0;
@@ -668,6 +725,10 @@ void Solver::Step(int iters) {
     double loss = 0;
     for (int i = 0; i < param_.iter_size(); ++i) loss += net_->ForwardBackward();
     loss /= param_.iter_size();
+    if (dist::Active()) {  // the gradient and loss of the global batch
+      dist::AverageDiffs(net_->learnable_params());
+      loss = dist::Mean(loss);
+    }
     if (param_.stop_on_nonfinite_loss() && !std::isfinite(loss))
       CREMA_THROW_RUNTIME("the training loss is ", loss, " at iteration ", iter_,
                           "; stopped before the update (the weights are those of iteration ", iter_,
@@ -724,7 +785,7 @@ void Solver::Step(int iters) {
     }
     for (const auto& callback : iteration_callbacks_) callback(*this);
 
-    const Action request = GetRequestedAction();
+    const Action request = SyncDecisions(dist::IsRoot() ? GetRequestedAction() : Action::kNone);
     if ((param_.snapshot() && iter_ % param_.snapshot() == 0) || request == Action::kSnapshot)
       Snapshot();
     if (request == Action::kStop) requested_early_exit_ = true;
@@ -746,6 +807,7 @@ void Solver::Solve(const std::string& resume_file) {
     LOG(INFO) << "Restoring previous solver status from " << resume_file;
     Restore(resume_file);
   }
+  SyncReplicas();
   const int start_iter = iter_;
   Step(param_.max_iter() - iter_);
   // The final snapshot, unless the loop just wrote one (or snapshot_after_train is false).
@@ -782,6 +844,7 @@ void Solver::UpdateSmoothedLoss(double loss, int start_iter, int average_loss) {
 
 std::vector<std::vector<std::pair<std::string, double>>> Solver::TestAll() {
   std::vector<std::vector<std::pair<std::string, double>>> all(test_nets_.size());
+  if (!dist::IsRoot()) return all;  // rank 0 tests for every rank
   for (size_t id = 0; id < test_nets_.size() && !requested_early_exit_; ++id)
     TestNet(static_cast<int>(id), &all[id]);
   last_test_scores_ = all;
@@ -930,6 +993,10 @@ std::string Solver::SnapshotFilename(const std::string& extension) const {
 
 std::string Solver::Snapshot() {
   std::string model_filename;
+  if (!dist::IsRoot()) {  // only rank 0 writes snapshots
+    const bool hdf5 = param_.snapshot_format() == SolverParameter::HDF5;
+    return SnapshotFilename(hdf5 ? ".caffemodel.h5" : ".caffemodel");
+  }
   if (snapshot_best_) {
     // The _best pair is overwritten in place: the old state goes first, so a crash between the
     // two writes leaves a model without a state, never a state that names the newer model.
