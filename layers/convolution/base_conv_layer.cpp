@@ -510,7 +510,8 @@ void BaseConvolutionLayer::BackwardBatch(const T* top_diff, const T* bottom, con
       const int64_t weight_count = out_per_group * kernel_dim_;
       const int64_t slices = (ld + kSlice - 1) / kSlice;
       const bool split = weight_count <= 4096 && slices >= 2;
-      std::vector<T> partial(split ? slices * weight_count : 0);
+      // Every element is written by its slice's GEMM (beta 0): no value-initialisation.
+      std::unique_ptr<T[]> partial(split ? new T[slices * weight_count] : nullptr);
       for (int g = 0; g < group_; ++g) {
         const T* out_g = out + out_per_group * ld * g;
         const T* col_g = col + kernel_dim_ * ld * g;
@@ -527,7 +528,7 @@ void BaseConvolutionLayer::BackwardBatch(const T* top_diff, const T* bottom, con
           cpu::GemmLd<T>(cpu::Trans::kNo, cpu::Trans::kYes, out_per_group,
                          static_cast<int>(kernel_dim_), static_cast<int>(std::min(kSlice, ld - k0)),
                          T(1), out_g + k0, static_cast<int>(ld), col_g + k0, static_cast<int>(ld),
-                         T(0), partial.data() + p * weight_count, static_cast<int>(kernel_dim_));
+                         T(0), partial.get() + p * weight_count, static_cast<int>(kernel_dim_));
         }
         for (int64_t e = 0; e < weight_count; ++e) {
           T sum = 0;
