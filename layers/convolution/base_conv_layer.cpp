@@ -364,8 +364,58 @@ void BaseConvolutionLayer::Col2imBatch(const T* col, int64_t images, T* data) {
 }
 
 template <typename T>
+void BaseConvolutionLayer::Forward1x1(const T* bottom, const T* weights, const T* bias, T* top) {
+  const int64_t spatial = conv_out_spatial_dim_;
+  const int out_per_group = conv_out_channels_ / group_;
+  for (int64_t n = 0; n < num_; ++n) {
+    const T* in = bottom + n * bottom_dim_;
+    T* out = top + n * top_dim_;
+    for (int g = 0; g < group_; ++g) {
+      cpu::Gemm<T>(cpu::Trans::kNo, cpu::Trans::kNo, out_per_group, static_cast<int>(spatial),
+                   static_cast<int>(kernel_dim_), T(1), weights + weight_offset_ * g,
+                   in + col_offset_ * g, T(0), out + output_offset_ * g);
+    }
+    if (bias == nullptr) continue;
+#pragma omp parallel for if (num_output_ * spatial > 65536)
+    for (int m = 0; m < num_output_; ++m) {
+      T* dst = out + m * spatial;
+      const T b = bias[m];
+      for (int64_t s = 0; s < spatial; ++s) dst[s] += b;
+    }
+  }
+}
+
+template <typename T>
+void BaseConvolutionLayer::Backward1x1(const T* top_diff, const T* bottom, const T* weights,
+                                       T* weight_diff, T* bottom_diff) {
+  const int64_t spatial = conv_out_spatial_dim_;
+  const int out_per_group = conv_out_channels_ / group_;
+  for (int64_t n = 0; n < num_; ++n) {
+    const T* out = top_diff + n * top_dim_;
+    for (int g = 0; g < group_; ++g) {
+      if (weight_diff != nullptr) {
+        cpu::Gemm<T>(cpu::Trans::kNo, cpu::Trans::kYes, out_per_group,
+                     static_cast<int>(kernel_dim_), static_cast<int>(spatial), T(1),
+                     out + output_offset_ * g, bottom + n * bottom_dim_ + col_offset_ * g, T(1),
+                     weight_diff + weight_offset_ * g);
+      }
+      if (bottom_diff != nullptr) {
+        cpu::Gemm<T>(cpu::Trans::kYes, cpu::Trans::kNo, static_cast<int>(kernel_dim_),
+                     static_cast<int>(spatial), out_per_group, T(1), weights + weight_offset_ * g,
+                     out + output_offset_ * g, T(0),
+                     bottom_diff + n * bottom_dim_ + col_offset_ * g);
+      }
+    }
+  }
+}
+
+template <typename T>
 void BaseConvolutionLayer::ForwardBatch(const T* bottom, const T* weights, const T* bias, T* top) {
   CREMA_ASSERT(!reverse_dimensions(), "ForwardBatch is for forward convolution");
+  if (is_1x1_) {
+    Forward1x1(bottom, weights, bias, top);
+    return;
+  }
   const int64_t spatial = conv_out_spatial_dim_;
   const int64_t chunk = BatchChunk(sizeof(T));
   const int64_t col_count = kernel_dim_ * group_ * spatial * chunk;
@@ -427,6 +477,10 @@ void BaseConvolutionLayer::BackwardBatch(const T* top_diff, const T* bottom, con
     }
   }
   if (weight_diff == nullptr && bottom_diff == nullptr) return;
+  if (is_1x1_) {
+    Backward1x1(top_diff, bottom, weights, weight_diff, bottom_diff);
+    return;
+  }
   const int64_t chunk = BatchChunk(sizeof(T));
   const int64_t col_count = kernel_dim_ * group_ * spatial * chunk;
   const int64_t out_count = conv_out_channels_ * spatial * chunk;
@@ -456,7 +510,8 @@ void BaseConvolutionLayer::BackwardBatch(const T* top_diff, const T* bottom, con
       const int64_t weight_count = out_per_group * kernel_dim_;
       const int64_t slices = (ld + kSlice - 1) / kSlice;
       const bool split = weight_count <= 4096 && slices >= 2;
-      std::vector<T> partial(split ? slices * weight_count : 0);
+      // Every element is written by its slice's GEMM (beta 0): no value-initialisation.
+      std::unique_ptr<T[]> partial(split ? new T[slices * weight_count] : nullptr);
       for (int g = 0; g < group_; ++g) {
         const T* out_g = out + out_per_group * ld * g;
         const T* col_g = col + kernel_dim_ * ld * g;
@@ -473,7 +528,7 @@ void BaseConvolutionLayer::BackwardBatch(const T* top_diff, const T* bottom, con
           cpu::GemmLd<T>(cpu::Trans::kNo, cpu::Trans::kYes, out_per_group,
                          static_cast<int>(kernel_dim_), static_cast<int>(std::min(kSlice, ld - k0)),
                          T(1), out_g + k0, static_cast<int>(ld), col_g + k0, static_cast<int>(ld),
-                         T(0), partial.data() + p * weight_count, static_cast<int>(kernel_dim_));
+                         T(0), partial.get() + p * weight_count, static_cast<int>(kernel_dim_));
         }
         for (int64_t e = 0; e < weight_count; ++e) {
           T sum = 0;

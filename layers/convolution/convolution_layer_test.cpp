@@ -525,6 +525,95 @@ TEST(ConvolutionGradient, DoubleFreeStanding) {
   CheckGradient(&layer, {&bottom}, {&top});
 }
 
+// 1x1 kernels with stride 1 and pad 0 run GEMMs straight on bottom and top (no im2col): forward,
+// weight, bias and bottom gradients against sums written out in double, for several images,
+// groups, 1-3 spatial axes and both precisions; param diffs accumulate onto what was there.
+TEST(ConvolutionOneByOne, ForwardAndBackwardMatchDirectSums) {
+  struct Case {
+    std::string param;
+    std::vector<int> shape;
+    int num_output, group;
+    bool bias;
+  };
+  const std::vector<Case> cases = {
+      {"num_output: 5 kernel_size: 1", {3, 4, 3, 5}, 5, 1, true},
+      {"num_output: 6 kernel_size: 1 group: 2 bias_term: false", {2, 4, 2, 3}, 6, 2, false},
+      {"num_output: 4 kernel_size: 1 group: 4", {2, 8, 5}, 4, 4, true},
+      {"num_output: 3 kernel_size: 1 stride: 1 pad: 0", {2, 2, 2, 3, 2}, 3, 1, true},
+      {"num_output: 7 kernel_size: 1", {4, 9, 1, 1}, 7, 1, true},
+  };
+  for (const Case& c : cases) {
+    for (DataType dtype : {DataType::kFloat64, DataType::kFloat32}) {
+      SCOPED_TRACE(c.param + " " + DataTypeName(dtype));
+      ConvolutionLayer layer(ParseLayerParam("type: 'Convolution' " + Conv(c.param)));
+      layer.set_dtype(dtype);
+      Blob bottom(c.shape, dtype), top(dtype);
+      FillUniform(&bottom, -1, 1);
+      layer.SetUp({&bottom}, {&top});
+      ASSERT_EQ(layer.blobs().size(), c.bias ? 2u : 1u);
+      const int num = c.shape[0], channels = c.shape[1];
+      int64_t spatial = 1;
+      for (size_t i = 2; i < c.shape.size(); ++i) spatial *= c.shape[i];
+      const int in_g = channels / c.group, out_g = c.num_output / c.group;
+      const Blob& w = *layer.blobs()[0];
+      auto x = [&](int n, int ch, int64_t s) {
+        return bottom.data_at((n * channels + ch) * spatial + s);
+      };
+      auto dy = [&](int n, int o, int64_t s) {
+        return top.diff_at((n * c.num_output + o) * spatial + s);
+      };
+      const double tol = dtype == DataType::kFloat64 ? 1e-12 : 2e-5;
+
+      layer.Forward({&bottom}, {&top});
+      ASSERT_EQ(top.count(), int64_t{num} * c.num_output * spatial);
+      for (int n = 0; n < num; ++n)
+        for (int o = 0; o < c.num_output; ++o)
+          for (int64_t s = 0; s < spatial; ++s) {
+            double sum = c.bias ? layer.blobs()[1]->data_at(o) : 0.0;
+            for (int ci = 0; ci < in_g; ++ci)
+              sum += w.data_at(o * in_g + ci) * x(n, o / out_g * in_g + ci, s);
+            ASSERT_NEAR(top.data_at((n * c.num_output + o) * spatial + s), sum, tol)
+                << n << " " << o;
+          }
+
+      FillUniform(&top, -1, 1, 11);
+      CREMA_DISPATCH_FLOAT(dtype, T, {
+        for (int64_t i = 0; i < top.count(); ++i)
+          top.mutable_cpu_diff<T>()[i] = static_cast<T>(top.data_at(i));
+        for (auto& blob : layer.blobs())
+          for (int64_t i = 0; i < blob->count(); ++i) blob->mutable_cpu_diff<T>()[i] = T(0.25);
+      });
+      layer.Backward({&top}, {true}, {&bottom});
+      for (int o = 0; o < c.num_output; ++o) {
+        for (int ci = 0; ci < in_g; ++ci) {
+          double sum = 0.25;
+          for (int n = 0; n < num; ++n)
+            for (int64_t s = 0; s < spatial; ++s)
+              sum += dy(n, o, s) * x(n, o / out_g * in_g + ci, s);
+          ASSERT_NEAR(w.diff_at(o * in_g + ci), sum, tol * std::max(1.0, std::abs(sum)));
+        }
+        if (c.bias) {
+          double sum = 0.25;
+          for (int n = 0; n < num; ++n)
+            for (int64_t s = 0; s < spatial; ++s) sum += dy(n, o, s);
+          ASSERT_NEAR(layer.blobs()[1]->diff_at(o), sum, tol * std::max(1.0, std::abs(sum)));
+        }
+      }
+      for (int n = 0; n < num; ++n)
+        for (int ch = 0; ch < channels; ++ch)
+          for (int64_t s = 0; s < spatial; ++s) {
+            const int g = ch / in_g;
+            double sum = 0;
+            for (int oi = 0; oi < out_g; ++oi) {
+              const int o = g * out_g + oi;
+              sum += w.data_at(o * in_g + ch % in_g) * dy(n, o, s);
+            }
+            ASSERT_NEAR(bottom.diff_at((n * channels + ch) * spatial + s), sum, tol);
+          }
+    }
+  }
+}
+
 TEST(ConvolutionWeights, LoadedBlobsAreUsedAndConverted) {
   LayerParameter param = ParseLayerParam(
       "name: 'c' type: 'Convolution' convolution_param { num_output: 2 "

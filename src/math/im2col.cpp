@@ -57,13 +57,17 @@ void Im2colChannel(const T* im, int height, int width, int kernel_h, int kernel_
       const int col_offset = kw * dilation_w - pad_w;
       int ow_lo, ow_hi;
       ValidRange(col_offset, stride_w, width, output_w, &ow_lo, &ow_hi);
-      T* col = col_row;
-      int in_row = kh * dilation_h - pad_h;
-      for (int oh = 0; oh < output_h; ++oh, in_row += stride_h, col += output_w) {
-        if (!InRange(in_row, height)) {
-          std::fill(col, col + output_w, T(0));
-          continue;
-        }
+      // Output rows [oh_lo, oh_hi) read image rows; the rows above and below read padding and
+      // are contiguous in the column row, so each side is zeroed in one go.
+      const int row_offset = kh * dilation_h - pad_h;
+      int oh_lo, oh_hi;
+      ValidRange(row_offset, stride_h, height, output_h, &oh_lo, &oh_hi);
+      std::fill(col_row, col_row + static_cast<int64_t>(oh_lo) * output_w, T(0));
+      std::fill(col_row + static_cast<int64_t>(oh_hi) * output_w,
+                col_row + static_cast<int64_t>(output_h) * output_w, T(0));
+      T* col = col_row + static_cast<int64_t>(oh_lo) * output_w;
+      int in_row = row_offset + oh_lo * stride_h;
+      for (int oh = oh_lo; oh < oh_hi; ++oh, in_row += stride_h, col += output_w) {
         const T* im_row = im + static_cast<int64_t>(in_row) * width;
         for (int ow = 0; ow < ow_lo; ++ow) col[ow] = T(0);
         if (stride_w == 1) {
@@ -88,10 +92,13 @@ void Col2imChannel(const T* col_row, int64_t col_ld, int height, int width, int 
       const int col_offset = kw * dilation_w - pad_w;
       int ow_lo, ow_hi;
       ValidRange(col_offset, stride_w, width, output_w, &ow_lo, &ow_hi);
-      const T* col = col_row;
-      int in_row = kh * dilation_h - pad_h;
-      for (int oh = 0; oh < output_h; ++oh, in_row += stride_h, col += output_w) {
-        if (!InRange(in_row, height)) continue;
+      // Only output rows [oh_lo, oh_hi) come from image rows; the others read padding.
+      const int row_offset = kh * dilation_h - pad_h;
+      int oh_lo, oh_hi;
+      ValidRange(row_offset, stride_h, height, output_h, &oh_lo, &oh_hi);
+      const T* col = col_row + static_cast<int64_t>(oh_lo) * output_w;
+      int in_row = row_offset + oh_lo * stride_h;
+      for (int oh = oh_lo; oh < oh_hi; ++oh, in_row += stride_h, col += output_w) {
         T* im_row = im + static_cast<int64_t>(in_row) * width;
         if (stride_w == 1) {
           T* dst = im_row + col_offset + ow_lo;

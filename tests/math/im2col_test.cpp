@@ -29,6 +29,7 @@ const ConvCase kCases[] = {
     {3, 9, 8, 3, 3, 2, 1, 1, 2, 2, 3},  // dilation with padding
     {2, 4, 4, 1, 1, 0, 0, 1, 1, 1, 1},  // 1x1
     {1, 7, 6, 2, 3, 1, 2, 3, 2, 2, 1},  // stride larger than the kernel, mixed padding
+    {2, 1, 3, 3, 3, 2, 2, 4, 4, 1, 1},  // whole kernel rows and columns in the padding
 };
 
 template <typename T>
@@ -65,7 +66,8 @@ TYPED_TEST(Im2colTest, ConvolutionMatchesDirectComputation) {
     const int out_h = p.OutputH(), out_w = p.OutputW();
     const std::vector<T> image = RandomVector<T>(p.ImageSize());
     const std::vector<T> weight = RandomVector<T>(num_output * kernel_dim);
-    std::vector<T> col(p.ColSize());
+    // Im2col must write every element, padding included: start from garbage.
+    std::vector<T> col(p.ColSize(), T(7));
     Im2colCase<T>(p, image.data(), col.data());
     std::vector<T> output(num_output * out_h * out_w);
     Gemm<T>(Trans::kNo, Trans::kNo, num_output, out_h * out_w, kernel_dim, T(1), weight.data(),
