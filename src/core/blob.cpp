@@ -1,6 +1,7 @@
 #include "crema/blob.hpp"
 
 #include <cmath>
+#include <cstdlib>
 #include <cstring>
 #include <limits>
 
@@ -56,6 +57,27 @@ void Blob::set_dtype(DataType type) {
   diff_ = std::make_shared<SyncedMemory>(capacity_ * SizeOf(dtype_));
 }
 
+namespace {
+
+// The most elements one blob may hold: Caffe's own limit (INT_MAX) unless
+// CREMA_MAX_BLOB_ELEMENTS says otherwise, so that a hostile or mistyped shape is refused with a
+// clear error while the net is built, not by the allocator when it first runs.
+int64_t MaxBlobElements() {
+  static const int64_t bound = [] {
+    const char* env = std::getenv("CREMA_MAX_BLOB_ELEMENTS");
+    if (env == nullptr || *env == '\0')
+      return static_cast<int64_t>(std::numeric_limits<int>::max());
+    char* end = nullptr;
+    const long long value = std::strtoll(env, &end, 10);
+    if (*end != '\0' || value <= 0)
+      CREMA_THROW_CONFIG("CREMA_MAX_BLOB_ELEMENTS must be a positive integer, got \"", env, "\"");
+    return static_cast<int64_t>(value);
+  }();
+  return bound;
+}
+
+}  // namespace
+
 void Blob::Reshape(const std::vector<int>& shape) {
   if (static_cast<int>(shape.size()) > kMaxAxes)
     CREMA_THROW_CONFIG("blob shape has ", shape.size(), " axes; at most ", kMaxAxes,
@@ -67,6 +89,13 @@ void Blob::Reshape(const std::vector<int>& shape) {
     if (shape[i] > 0 && count > std::numeric_limits<int64_t>::max() / 8 / shape[i])
       CREMA_THROW_CONFIG("blob shape overflows: element count too large at axis ", i);
     count *= shape[i];
+  }
+  if (count > MaxBlobElements()) {
+    std::string dims;
+    for (size_t i = 0; i < shape.size(); ++i) dims += (i ? " x " : "") + std::to_string(shape[i]);
+    CREMA_THROW_CONFIG("blob shape ", dims, " has ", count, " elements, more than the bound of ",
+                       MaxBlobElements(),
+                       " (Caffe's limit, INT_MAX; CREMA_MAX_BLOB_ELEMENTS changes it)");
   }
   shape_ = shape;
   count_ = count;
@@ -187,8 +216,7 @@ void Blob::Update() {
   if (count_ == 0) return;
 #ifdef CREMA_WITH_CUDA
   if (OnGpu(*data_)) {
-    CREMA_DISPATCH_FLOAT(dtype_, T,
-                         gpu::BlobUpdate(count_, gpu_diff<T>(), mutable_gpu_data<T>()));
+    CREMA_DISPATCH_FLOAT(dtype_, T, gpu::BlobUpdate(count_, gpu_diff<T>(), mutable_gpu_data<T>()));
     return;
   }
 #endif
@@ -220,17 +248,17 @@ void Blob::SetDiffZero() {
 }
 
 #ifdef CREMA_WITH_CUDA
-#define CREMA_BLOB_REDUCE(mem, gpu_fn, cpu_fn, gpu_ptr, cpu_ptr)                      \
-  double s = 0;                                                                      \
-  if (count_ == 0) return s;                                                         \
-  if (OnGpu(*mem)) {                                                                 \
-    CREMA_DISPATCH_FLOAT(dtype_, T, s = gpu::gpu_fn(count_, gpu_ptr<T>()));          \
-  } else {                                                                           \
-    CREMA_DISPATCH_FLOAT(dtype_, T, s = cpu_fn(cpu_ptr<T>(), count_));               \
-  }                                                                                  \
+#define CREMA_BLOB_REDUCE(mem, gpu_fn, cpu_fn, gpu_ptr, cpu_ptr)            \
+  double s = 0;                                                             \
+  if (count_ == 0) return s;                                                \
+  if (OnGpu(*mem)) {                                                        \
+    CREMA_DISPATCH_FLOAT(dtype_, T, s = gpu::gpu_fn(count_, gpu_ptr<T>())); \
+  } else {                                                                  \
+    CREMA_DISPATCH_FLOAT(dtype_, T, s = cpu_fn(cpu_ptr<T>(), count_));      \
+  }                                                                         \
   return s
 #else
-#define CREMA_BLOB_REDUCE(mem, gpu_fn, cpu_fn, gpu_ptr, cpu_ptr)                      \
+#define CREMA_BLOB_REDUCE(mem, gpu_fn, cpu_fn, gpu_ptr, cpu_ptr)                     \
   double s = 0;                                                                      \
   if (count_ > 0) CREMA_DISPATCH_FLOAT(dtype_, T, s = cpu_fn(cpu_ptr<T>(), count_)); \
   return s
