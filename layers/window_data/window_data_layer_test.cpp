@@ -231,10 +231,11 @@ TEST(WindowDataLayer, ContextPadLeavesZerosOutsideTheImage) {
     for (int h = 0; h < 8; ++h)
       for (int w = 0; w < 8; ++w) {
         const double v = values[(c * 8 + h) * 8 + w];
-        if (h < 2 || w < 2)
+        if (h < 2 || w < 2) {
           EXPECT_EQ(v, 0) << c << " " << h << " " << w;
-        else if (c > 0)
+        } else if (c > 0) {
           EXPECT_GT(v, 0) << c << " " << h << " " << w;  // channels 1 and 2 are > 0 everywhere
+        }
       }
   // The clipped region (0..6) x (0..6), 7 x 7 pixels, is warped to round(7 * 8 / 9) = 6 pixels.
   EXPECT_EQ(values[(1 * 8 + 2) * 8 + 2], Pixel(0, 1, 0, 0));

@@ -76,7 +76,8 @@ std::multimap<int, Field> Decode(const std::string& message) {
   };
   while (pos < message.size()) {
     const uint64_t key = varint();
-    Field field{static_cast<int>(key & 7)};
+    Field field;
+    field.wire_type = static_cast<int>(key & 7);
     if (field.wire_type == 0) {
       field.varint = varint();
     } else if (field.wire_type == 1 || field.wire_type == 5) {
