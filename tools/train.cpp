@@ -360,6 +360,6 @@ CREMA_REGISTER_VERB(
     "--scale_lr_by_world multiplies base_lr by N. See "
     "docs/distributed.md.",
     {"solver", "weights", "snapshot", "resume", "set", "gpu", "math", "cudnn_workspace_mb",
-      "deterministic", "check_nan", "scale_lr_by_world", "stage", "level", "sigint_effect",
-      "sighup_effect", "progress", "skip_mismatched", "freeze"},
+     "deterministic", "check_nan", "scale_lr_by_world", "stage", "level", "sigint_effect",
+     "sighup_effect", "progress", "skip_mismatched", "freeze"},
     &crema::cli::RunTrain);

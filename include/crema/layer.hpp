@@ -151,13 +151,13 @@ class LossLayer : public Layer {
 // Declares a layer's GPU kernels (ForwardGpu/BackwardGpu, defined in its .cu file) in builds with
 // CUDA; without CUDA the layer keeps the CPU fallback. Put it at the end of the class body.
 #ifdef CREMA_WITH_CUDA
-#define CREMA_LAYER_GPU_KERNELS                                                              \
- public:                                                                                     \
-  bool HasGpuKernels() const override { return true; }                                       \
-                                                                                             \
- protected:                                                                                  \
-  void ForwardGpu(const ::crema::BlobVec& bottom, const ::crema::BlobVec& top) override;     \
-  void BackwardGpu(const ::crema::BlobVec& top, const std::vector<bool>& propagate_down,     \
+#define CREMA_LAYER_GPU_KERNELS                                                          \
+ public:                                                                                 \
+  bool HasGpuKernels() const override { return true; }                                   \
+                                                                                         \
+ protected:                                                                              \
+  void ForwardGpu(const ::crema::BlobVec& bottom, const ::crema::BlobVec& top) override; \
+  void BackwardGpu(const ::crema::BlobVec& top, const std::vector<bool>& propagate_down, \
                    const ::crema::BlobVec& bottom) override
 #else
 #define CREMA_LAYER_GPU_KERNELS static_assert(true, "")
