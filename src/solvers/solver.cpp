@@ -576,40 +576,30 @@ void Solver::ApplyEpochSettings() {
       StrCat(data->NumRecords(), " records of layer \"", data->name(), "\" in batches of ",
              data->BatchSize(),
              param_.iter_size() > 1 ? StrCat(" x iter_size ", param_.iter_size()) : std::string());
-  if (param_.has_max_epoch()) {
-    if (param_.has_max_iter())
-      LOG(WARNING) << ErrorAt("max_epoch") << "max_epoch replaces max_iter (" << param_.max_iter()
-                   << ")";
-    if (!(param_.max_epoch() > 0))
-      throw ConfigError(ErrorAt("max_epoch") +
-                        StrCat("max_epoch must be > 0, got ", param_.max_epoch()));
-    const int64_t iters = EpochIterations(param_.max_epoch(), *data, param_.iter_size());
+  // `setting` (epochs) replaces `replaced` (iterations): the iterations, at least `at_least`.
+  const auto to_iterations = [&](const char* setting, double epochs, bool has_replaced,
+                                 const char* replaced, int replaced_value, int64_t at_least) {
+    if (has_replaced)
+      LOG(WARNING) << ErrorAt(setting) << setting << " replaces " << replaced << " ("
+                   << replaced_value << ")";
+    if (!(epochs > 0))
+      throw ConfigError(ErrorAt(setting) + StrCat(setting, " must be > 0, got ", epochs));
+    const int64_t iters = std::max(at_least, EpochIterations(epochs, *data, param_.iter_size()));
     if (iters > INT32_MAX)
-      throw ConfigError(ErrorAt("max_epoch") + StrCat("max_epoch ", param_.max_epoch(), " is ",
-                                                      iters,
-                                                      " iterations, more than max_iter can hold"));
-    param_.set_max_iter(static_cast<int>(iters));
-    LOG(INFO) << "max_epoch " << param_.max_epoch() << " of " << per_epoch << ": max_iter "
+      throw ConfigError(ErrorAt(setting) + StrCat(setting, " ", epochs, " is ", iters,
+                                                  " iterations, more than ", replaced,
+                                                  " can hold"));
+    LOG(INFO) << setting << " " << epochs << " of " << per_epoch << ": " << replaced << " "
               << iters;
-  }
-  if (param_.has_test_interval_epochs()) {
-    if (param_.has_test_interval())
-      LOG(WARNING) << ErrorAt("test_interval_epochs") << "test_interval_epochs replaces "
-                   << "test_interval (" << param_.test_interval() << ")";
-    if (!(param_.test_interval_epochs() > 0))
-      throw ConfigError(
-          ErrorAt("test_interval_epochs") +
-          StrCat("test_interval_epochs must be > 0, got ", param_.test_interval_epochs()));
-    const int64_t iters = std::max<int64_t>(
-        1, EpochIterations(param_.test_interval_epochs(), *data, param_.iter_size()));
-    if (iters > INT32_MAX)
-      throw ConfigError(ErrorAt("test_interval_epochs") +
-                        StrCat("test_interval_epochs ", param_.test_interval_epochs(), " is ",
-                               iters, " iterations, more than test_interval can hold"));
-    param_.set_test_interval(static_cast<int>(iters));
-    LOG(INFO) << "test_interval_epochs " << param_.test_interval_epochs() << " of " << per_epoch
-              << ": test_interval " << iters;
-  }
+    return static_cast<int>(iters);
+  };
+  if (param_.has_max_epoch())
+    param_.set_max_iter(to_iterations("max_epoch", param_.max_epoch(), param_.has_max_iter(),
+                                      "max_iter", param_.max_iter(), 0));
+  if (param_.has_test_interval_epochs())
+    param_.set_test_interval(to_iterations("test_interval_epochs", param_.test_interval_epochs(),
+                                           param_.has_test_interval(), "test_interval",
+                                           param_.test_interval(), 1));
 }
 
 void Solver::ApplyTestWholeSet() {
@@ -992,37 +982,30 @@ std::string Solver::SnapshotFilename(const std::string& extension) const {
 }
 
 std::string Solver::Snapshot() {
-  std::string model_filename;
-  if (!dist::IsRoot()) {  // only rank 0 writes snapshots
-    const bool hdf5 = param_.snapshot_format() == SolverParameter::HDF5;
-    return SnapshotFilename(hdf5 ? ".caffemodel.h5" : ".caffemodel");
-  }
+  const bool hdf5 = param_.snapshot_format() == SolverParameter::HDF5;
+  const std::string model_filename = SnapshotFilename(hdf5 ? ".caffemodel.h5" : ".caffemodel");
+  const std::string state_filename = SnapshotFilename(hdf5 ? ".solverstate.h5" : ".solverstate");
+  if (!dist::IsRoot()) return model_filename;  // only rank 0 writes snapshots
   if (snapshot_best_) {
     // The _best pair is overwritten in place: the old state goes first, so a crash between the
     // two writes leaves a model without a state, never a state that names the newer model.
     std::error_code ec;
-    const bool hdf5 = param_.snapshot_format() == SolverParameter::HDF5;
-    fs::remove(SnapshotFilename(hdf5 ? ".solverstate.h5" : ".solverstate"), ec);
+    fs::remove(state_filename, ec);
   }
-  if (param_.snapshot_format() == SolverParameter::HDF5) {
-    model_filename = SnapshotFilename(".caffemodel.h5");
+  if (hdf5) {
     LOG(INFO) << "Snapshotting to HDF5 file " << model_filename;
     // Written beside and renamed, so a crash never leaves a truncated snapshot behind.
     const std::string temp = model_filename + ".tmp";
     net_->ToHDF5(temp, param_.snapshot_diff());
     CommitFileAtomically(temp, model_filename);
   } else {
-    model_filename = SnapshotFilename(".caffemodel");
     LOG(INFO) << "Snapshotting to binary proto file " << model_filename;
     NetParameter net_param;
     net_->ToProto(&net_param, param_.snapshot_diff());
     WriteBinaryProto(net_param, model_filename);
   }
   SnapshotSolverState(model_filename);
-  if (!snapshot_best_) {
-    const bool hdf5 = param_.snapshot_format() == SolverParameter::HDF5;
-    PruneSnapshots(model_filename, SnapshotFilename(hdf5 ? ".solverstate.h5" : ".solverstate"));
-  }
+  if (!snapshot_best_) PruneSnapshots(model_filename, state_filename);
   return model_filename;
 }
 
