@@ -30,8 +30,16 @@ class SavedInput {
   const T* Get(const Blob& bottom, const Blob& top) const {
     return &bottom == &top ? copy_.cpu_data<T>() : bottom.cpu_data<T>();
   }
-  // The copy itself, for GPU kernels (valid when in place).
-  Blob& copy() { return copy_; }
+  // The same for GPU kernels: the blob to read x from (the bottom, or the copy, made on the
+  // device when the bottom's freshest data is there: Blob::CopyFrom).
+  const Blob& SaveGpu(const Blob& bottom, const Blob& top) {
+    if (&bottom != &top) return bottom;
+    copy_.CopyFrom(bottom);
+    return copy_;
+  }
+  const Blob& GetGpu(const Blob& bottom, const Blob& top) const {
+    return &bottom == &top ? copy_ : bottom;
+  }
 
  private:
   Blob copy_;

@@ -26,6 +26,8 @@ class ClipLayer final : public NeuronLayer {
   void BackwardT(const Blob& top, Blob* bottom);
 
   SavedInput input_;  // x, kept for Backward when running in place
+
+  CREMA_LAYER_GPU_KERNELS;
 };
 
 }  // namespace crema

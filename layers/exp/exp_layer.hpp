@@ -25,6 +25,8 @@ class ExpLayer final : public NeuronLayer {
 
   double inner_scale_ = 1;  // scale * ln(base)
   double outer_scale_ = 1;  // base^shift
+
+  CREMA_LAYER_GPU_KERNELS;
 };
 
 }  // namespace crema

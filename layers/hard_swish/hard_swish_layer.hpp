@@ -25,6 +25,8 @@ class HardSwishLayer final : public NeuronLayer {
   void BackwardT(const Blob& top, Blob* bottom);
 
   SavedInput input_;  // x, kept for Backward when running in place
+
+  CREMA_LAYER_GPU_KERNELS;
 };
 
 }  // namespace crema

@@ -29,6 +29,8 @@ class LogLayer final : public NeuronLayer {
   double base_scale_ = 1;          // 1 / ln(base)
   double backward_num_scale_ = 1;  // scale / ln(base)
   SavedInput input_;               // x, kept for Backward when running in place
+
+  CREMA_LAYER_GPU_KERNELS;
 };
 
 }  // namespace crema

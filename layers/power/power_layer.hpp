@@ -29,6 +29,8 @@ class PowerLayer final : public NeuronLayer {
   double power_ = 1, scale_ = 1, shift_ = 0;
   double diff_scale_ = 1;  // power * scale
   SavedInput input_;       // x, kept for Backward when running in place
+
+  CREMA_LAYER_GPU_KERNELS;
 };
 
 }  // namespace crema

@@ -24,6 +24,8 @@ class SwishLayer final : public NeuronLayer {
   void BackwardT(const Blob& top, Blob* bottom);
 
   Blob sigmoid_output_;  // sigmoid(beta * x)
+
+  CREMA_LAYER_GPU_KERNELS;
 };
 
 }  // namespace crema

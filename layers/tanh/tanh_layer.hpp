@@ -20,6 +20,8 @@ class TanHLayer final : public NeuronLayer {
   void ForwardT(const Blob& bottom, Blob* top) const;
   template <typename T>
   void BackwardT(const Blob& top, Blob* bottom) const;
+
+  CREMA_LAYER_GPU_KERNELS;
 };
 
 }  // namespace crema

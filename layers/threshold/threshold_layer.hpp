@@ -20,6 +20,8 @@ class ThresholdLayer final : public NeuronLayer {
  private:
   template <typename T>
   void ForwardT(const Blob& bottom, Blob* top) const;
+
+  CREMA_LAYER_GPU_KERNELS;
 };
 
 }  // namespace crema

@@ -376,10 +376,25 @@ void LayerConformanceTest::ProtoRoundTrip(const char* type) {
 
 void LayerConformanceTest::CpuMatchesGpu(const char* type) {
   if (CudaDeviceCount() == 0) GTEST_SKIP() << "no CUDA device";
-  const LayerCase& c = GetParam();
   SetCudaDevice(0);
+  ExpectGpuMatchesCpu(type, false);
+}
+
+void LayerConformanceTest::GpuInPlace(const char* type) {
+  if (CudaDeviceCount() == 0) GTEST_SKIP() << "no CUDA device";
+  {
+    LayerInstance probe = MakeLayer(type, GetParam(), DataType::kFloat64);
+    if (!probe.layer->AllowsInPlace()) GTEST_SKIP() << type << " does not allow in-place use";
+    if (!probe.layer->HasGpuKernels()) GTEST_SKIP() << type << " has no GPU kernels";
+  }
+  SetCudaDevice(0);
+  ExpectGpuMatchesCpu(type, true);
+}
+
+void LayerConformanceTest::ExpectGpuMatchesCpu(const char* type, bool gpu_in_place) {
+  const LayerCase& c = GetParam();
   LayerInstance cpu = MakeLayer(type, c, DataType::kFloat32);
-  LayerInstance gpu = MakeLayer(type, c, DataType::kFloat32, Device::Cuda(0));
+  LayerInstance gpu = MakeLayer(type, c, DataType::kFloat32, Device::Cuda(0), gpu_in_place);
   CopyParams(*cpu.layer, gpu.layer.get());
   cpu.Forward();
   gpu.Forward();

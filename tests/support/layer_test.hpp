@@ -16,6 +16,8 @@
 //   ProtoRoundTrip         ToProto() -> a new layer from that proto gives the same output, and
 //                          writes the same proto again (learned blobs carried);
 //   CpuMatchesGpu          Device::Cuda(0) vs CPU in float32 (skipped without a GPU);
+//   GpuInPlace             the same with top[0] == bottom[0] on the GPU (skipped without a GPU,
+//                          GPU kernels or in-place use);
 //   GpuGradient            the gradient check in float64 on Device::Cuda(0) (skipped without a
 //                          GPU or when the layer has no GPU kernels).
 // Inputs are deterministic: bottom i is uniform in Range() (default [-1, 1]) from seed 1701 + i,
@@ -182,7 +184,12 @@ class LayerConformanceTest : public ::testing::TestWithParam<LayerCase> {
   void InPlace(const char* type);
   void ProtoRoundTrip(const char* type);
   void CpuMatchesGpu(const char* type);
+  void GpuInPlace(const char* type);
   void GpuGradient(const char* type);
+
+ private:
+  // Float32 on Device::Cuda(0) (in place: top[0] is bottom[0]) against the CPU, separate blobs.
+  void ExpectGpuMatchesCpu(const char* type, bool gpu_in_place);
 };
 
 }  // namespace crema::testing
@@ -202,6 +209,7 @@ class LayerConformanceTest : public ::testing::TestWithParam<LayerCase> {
     TEST_P(Type##Conformance, InPlace) { InPlace(#Type); }                             \
     TEST_P(Type##Conformance, ProtoRoundTrip) { ProtoRoundTrip(#Type); }               \
     TEST_P(Type##Conformance, CpuMatchesGpu) { CpuMatchesGpu(#Type); }                 \
+    TEST_P(Type##Conformance, GpuInPlace) { GpuInPlace(#Type); }                       \
     TEST_P(Type##Conformance, GpuGradient) { GpuGradient(#Type); }                     \
     INSTANTIATE_TEST_SUITE_P(Cases, Type##Conformance,                                 \
                              ::testing::ValuesIn(std::vector<LayerCase>{__VA_ARGS__}), \
