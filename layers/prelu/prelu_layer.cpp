@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <memory>
+#include <vector>
 
 #include "core/filler.hpp"
 #include "crema/layer_registry.hpp"
@@ -50,6 +51,9 @@ void PReLULayer::Reshape(const BlobVec& bottom, const BlobVec& top) {
                     " slopes");
   top[0]->ReshapeLike(*bottom[0]);
   input_.Reshape(*bottom[0], *top[0]);
+  // Memory is taken on first use, so a CPU net never allocates it.
+  if (slope_term_.dtype() != bottom[0]->dtype()) slope_term_.set_dtype(bottom[0]->dtype());
+  slope_term_.ReshapeLike(*bottom[0]);
 }
 
 template <typename T>
@@ -76,11 +80,14 @@ void PReLULayer::BackwardT(const Blob& top, bool propagate_down, Blob* bottom) {
   const T* top_diff = top.cpu_diff<T>();
   // In place, top_diff is the bottom diff: the slope gradient must be taken first.
   if (param_propagate_down(0)) {
-    T* slope_diff = blobs_[0]->mutable_cpu_diff<T>();
+    // Summed per channel in double, as the GPU code (gpu::ReduceByAxis).
+    std::vector<double> sums(channel_shared_ ? 1 : channels, 0.0);
     for (int64_t i = 0; i < count; ++i) {
       const int64_t c = channel_shared_ ? 0 : (i / dim) % channels;
-      if (bottom_data[i] <= 0) slope_diff[c] += top_diff[i] * bottom_data[i];
+      if (bottom_data[i] <= 0) sums[c] += static_cast<double>(top_diff[i]) * bottom_data[i];
     }
+    T* slope_diff = blobs_[0]->mutable_cpu_diff<T>();
+    for (size_t c = 0; c < sums.size(); ++c) slope_diff[c] += static_cast<T>(sums[c]);
   }
   if (propagate_down) {
     const T* slope = blobs_[0]->cpu_data<T>();

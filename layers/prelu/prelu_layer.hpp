@@ -8,8 +8,9 @@ namespace crema {
 // each element; bottom has >= 2 axes, top has its shape. Learnable blob: the slopes a, shape
 // (C), or shape () holding one slope for all channels with channel_shared.
 // dy/dx = 1 for x > 0, a_c for x <= 0; dL/da_c += sum over channel c of dy * x * (x <= 0)
-// (param diffs accumulate). In place, the bottom is copied before Forward, as in Caffe.
-// Params: prelu_param { filler (default constant 0.25), channel_shared (default false) }.
+// (param diffs accumulate; the sum is taken in double, on the CPU and the GPU). In place, the
+// bottom is copied before Forward, as in Caffe. Params: prelu_param { filler (default constant
+// 0.25), channel_shared (default false) }.
 class PReLULayer final : public NeuronLayer {
  public:
   using NeuronLayer::NeuronLayer;
@@ -30,6 +31,9 @@ class PReLULayer final : public NeuronLayer {
 
   bool channel_shared_ = false;
   SavedInput input_;  // x, kept for Backward when running in place
+  Blob slope_term_;   // GPU: x where x <= 0, else 0, for the slope gradient
+
+  CREMA_LAYER_GPU_KERNELS;
 };
 
 }  // namespace crema
