@@ -43,6 +43,8 @@ class SPPLayer final : public Layer {
   std::vector<int64_t> offsets_;               // each level's first column in a top row
   int64_t row_ = 0;                            // top values per image
   Blob level_bottom_;  // shares bottom's data; receives one level's gradient
+
+  CREMA_LAYER_GPU_KERNELS;
 };
 
 }  // namespace crema
