@@ -41,6 +41,9 @@ namespace crema {
 
 class DataLayer final : public Layer {
  public:
+  // Device-neutral: records are decoded and transformed on the host by design (as Caffe); the
+  // next layer's gpu_data() uploads the batch.
+  bool HasGpuKernels() const override { return true; }
   explicit DataLayer(const LayerParameter& param) : Layer(param) {}
   ~DataLayer() override;
   const char* type() const override { return "Data"; }

@@ -15,6 +15,9 @@ namespace crema {
 
 class DummyDataLayer final : public Layer {
  public:
+  // Device-neutral: constant fillers fill once at set-up; the random ones refill on the host
+  // each Forward (the host generator, as the CPU path, so CPU and GPU nets see the same values).
+  bool HasGpuKernels() const override { return true; }
   using Layer::Layer;
   const char* type() const override { return "DummyData"; }
   void LayerSetUp(const BlobVec& bottom, const BlobVec& top) override;

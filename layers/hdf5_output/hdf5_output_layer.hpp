@@ -20,6 +20,8 @@ class Hdf5File;
 
 class HDF5OutputLayer final : public Layer {
  public:
+  // Device-neutral: it writes its bottoms to a file, which needs them on the host anyway.
+  bool HasGpuKernels() const override { return true; }
   explicit HDF5OutputLayer(const LayerParameter& param);
   ~HDF5OutputLayer() override;
   const char* type() const override { return "HDF5Output"; }

@@ -15,6 +15,8 @@ namespace crema {
 
 class MemoryDataLayer final : public Layer {
  public:
+  // Device-neutral: the arrays are in host memory, so the batch is copied on the host (as Caffe).
+  bool HasGpuKernels() const override { return true; }
   using Layer::Layer;
   const char* type() const override { return "MemoryData"; }
   void LayerSetUp(const BlobVec& bottom, const BlobVec& top) override;

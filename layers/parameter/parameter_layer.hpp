@@ -9,6 +9,8 @@ namespace crema {
 // Params: parameter_param { shape }. Loaded weights must have the shape's element count.
 class ParameterLayer final : public Layer {
  public:
+  // Device-neutral: it only shares the learnable blob's memory with its top.
+  bool HasGpuKernels() const override { return true; }
   using Layer::Layer;
   const char* type() const override { return "Parameter"; }
   void LayerSetUp(const BlobVec& bottom, const BlobVec& top) override;

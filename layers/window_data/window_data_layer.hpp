@@ -41,6 +41,9 @@ namespace crema {
 
 class WindowDataLayer final : public Layer {
  public:
+  // Device-neutral: images are decoded and cropped on the host by design (as Caffe); the next
+  // layer's gpu_data() uploads the batch.
+  bool HasGpuKernels() const override { return true; }
   using Layer::Layer;
   const char* type() const override { return "WindowData"; }
   void LayerSetUp(const BlobVec& bottom, const BlobVec& top) override;
