@@ -36,6 +36,8 @@ class ArgMaxLayer final : public Layer {
   int top_k_ = 1;
   bool has_axis_ = false;
   int axis_ = 0;
+
+  CREMA_LAYER_GPU_KERNELS;
 };
 
 }  // namespace crema

@@ -31,6 +31,8 @@ class BatchReindexLayer final : public Layer {
   void Backward(const Blob& top, const BlobVec& bottom) const;
   // The indices as integers; RuntimeError for one outside [0, N).
   std::vector<int64_t> Indices(const Blob& index, int num) const;
+
+  CREMA_LAYER_GPU_KERNELS;
 };
 
 }  // namespace crema

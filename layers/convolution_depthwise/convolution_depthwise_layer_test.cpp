@@ -24,17 +24,35 @@ std::string Conv(const std::string& body) {
 }  // namespace
 }  // namespace crema
 
-// ShuffleNet's first depthwise layer gives neither group nor a matching num_output.
+// ShuffleNet's first depthwise layer gives neither group nor a matching num_output. The other
+// cases cover the GPU kernels' branches: dilation, rectangular kernels and unequal strides, no
+// bias, no bottom gradient, a kernel larger than the padded input, batch axes before the channel
+// axis, a channel multiplier, and (DepthwiseConvolution with group < C) Convolution's GPU path.
 CREMA_LAYER_CONFORMANCE(
     ConvolutionDepthwise,
     LayerCase(crema::Conv("kernel_size: 3 pad: 1 stride: 2"), {{2, 3, 6, 5}}).Name("no_group"),
     LayerCase(crema::Conv("num_output: 4 group: 4 kernel_size: 3 pad: 1"), {{1, 4, 5, 5}})
-        .Name("explicit"));
+        .Name("explicit"),
+    LayerCase(crema::Conv("kernel_size: 3 dilation: 2 pad: 2"), {{2, 3, 7, 6}}).Name("dilated"),
+    LayerCase(crema::Conv("kernel_h: 3 kernel_w: 2 stride_h: 2 stride_w: 1 pad_h: 1 pad_w: 0 "
+                          "bias_term: false"),
+              {{2, 2, 6, 5}})
+        .Name("rectangular_no_bias"),
+    LayerCase(crema::Conv("kernel_size: 3 stride: 2 pad: 1"), {{2, 3, 5, 5}})
+        .NoGradient(0)
+        .Name("params_only"),
+    LayerCase(crema::Conv("kernel_size: 5 pad: 1"), {{1, 2, 3, 3}}).Name("kernel_over_input"),
+    LayerCase(crema::Conv("kernel_size: 3 pad: 1 axis: 2"), {{2, 2, 3, 4, 4}}).Name("axis2"));
 
-CREMA_LAYER_CONFORMANCE(DepthwiseConvolution,
-                        LayerCase(crema::Conv("num_output: 3 group: 3 kernel_size: 3 pad: 1"),
-                                  {{2, 3, 5, 4}})
-                            .Name("group_channels"));
+CREMA_LAYER_CONFORMANCE(
+    DepthwiseConvolution,
+    LayerCase(crema::Conv("num_output: 3 group: 3 kernel_size: 3 pad: 1"), {{2, 3, 5, 4}})
+        .Name("group_channels"),
+    LayerCase(crema::Conv("num_output: 6 group: 3 kernel_size: 3 pad: 1 stride: 2"), {{2, 3, 5, 5}})
+        .Name("multiplier"),
+    LayerCase(crema::Conv("num_output: 4 group: 2 kernel_size: 3"), {{1, 4, 5, 5}}).Name("grouped"),
+    LayerCase(crema::Conv("num_output: 2 group: 2 kernel_size: 3 pad: 1"), {{1, 2, 3, 4, 4}})
+        .Name("three_d"));
 
 namespace crema {
 namespace {

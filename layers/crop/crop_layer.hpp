@@ -33,6 +33,8 @@ class CropLayer final : public Layer {
   void CopyWindow(const T* src, T* dst, bool to_top, const Blob& big, const Blob& small) const;
 
   std::vector<int> offsets_;
+
+  CREMA_LAYER_GPU_KERNELS;
 };
 
 }  // namespace crema

@@ -39,6 +39,12 @@ class EmbedLayer final : public Layer {
   int input_dim_ = 0;   // K
   bool bias_term_ = true;
   std::vector<int> indices_;
+#ifdef CREMA_WITH_CUDA
+  // For the GPU weight diff: the rows used, with the bottom positions that hold each (CSR).
+  Blob gpu_rows_{DataType::kFloat64};
+#endif
+
+  CREMA_LAYER_GPU_KERNELS;
 };
 
 }  // namespace crema

@@ -16,7 +16,10 @@ CREMA_LAYER_CONFORMANCE(
     LayerCase("embed_param { num_output: 2 input_dim: 4 bias_term: false" CREMA_EMBED_FILLERS "}",
               {{2, 3}})
         .Integer(0, 4)
-        .Name("no_bias_2d"));
+        .Name("no_bias_2d"),
+    LayerCase("embed_param { num_output: 4 input_dim: 3" CREMA_EMBED_FILLERS "}", {{3, 5}})
+        .Integer(0, 3)
+        .Name("repeated_rows"));
 
 namespace crema::testing {
 namespace {

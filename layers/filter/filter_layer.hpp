@@ -37,6 +37,14 @@ class FilterLayer final : public Layer {
 
   std::vector<int> indices_to_forward_;
   bool first_reshape_ = true;
+#ifdef CREMA_WITH_CUDA
+  // indices_to_forward_ on the device, uploaded when they change (`uploaded_` is the last copy).
+  Blob gpu_indices_{DataType::kFloat64};
+  std::vector<int> uploaded_;
+  const double* GpuIndices();
+#endif
+
+  CREMA_LAYER_GPU_KERNELS;
 };
 
 }  // namespace crema

@@ -45,6 +45,8 @@ class Im2colLayer final : public Layer {
   int64_t num_ = 0;         // images: product of the axes before the channel axis
   int64_t bottom_dim_ = 0;  // elements per image
   int64_t top_dim_ = 0;     // elements per column block
+
+  CREMA_LAYER_GPU_KERNELS;
 };
 
 }  // namespace crema

@@ -3,6 +3,7 @@
 
 #include "crema/layer.hpp"
 #include "math/resize.hpp"
+#include "math/resize_gpu.hpp"
 
 namespace crema {
 
@@ -47,6 +48,11 @@ class InterpLayer final : public Layer {
 
   int pad_beg_ = 0;
   int pad_end_ = 0;
+#ifdef CREMA_WITH_CUDA
+  gpu::ResizeTable gpu_table_;  // the taps on the device
+#endif
+
+  CREMA_LAYER_GPU_KERNELS;
 };
 
 }  // namespace crema

@@ -4,6 +4,14 @@
 
 #include "crema/layer.hpp"
 
+#ifndef CREMA_HOST_DEVICE
+#ifdef __CUDACC__
+#define CREMA_HOST_DEVICE __host__ __device__
+#else
+#define CREMA_HOST_DEVICE
+#endif
+#endif
+
 namespace crema {
 
 // One LSTM step for N streams of D cells. The gate pre-activations X = [i', f', o', g'] (4D per
@@ -35,56 +43,72 @@ class LSTMUnitLayer final : public Layer {
   void Backward(const BlobVec& top, const std::vector<bool>& propagate_down, const BlobVec& bottom);
 
   int hidden_dim_ = 0;
+
+  CREMA_LAYER_GPU_KERNELS;
 };
 
-// The step's math, shared with the LSTM layer. Activations are evaluated in double, as Caffe's
-// helpers do.
+// The step's math, shared with the LSTM layer and the GPU kernels (one element (n, d) per call).
+// Activations are evaluated in double, as Caffe's helpers do.
 namespace lstm_unit {
 
-inline double Sigmoid(double x) { return 1. / (1. + std::exp(-x)); }
-inline double Tanh(double x) { return 2. * Sigmoid(2. * x) - 1.; }
+CREMA_HOST_DEVICE inline double Sigmoid(double x) { return 1. / (1. + std::exp(-x)); }
+CREMA_HOST_DEVICE inline double Tanh(double x) { return 2. * Sigmoid(2. * x) - 1.; }
+
+template <typename T>
+struct Gates {
+  T i, f, o, g;
+};
+
+// The gates of cell d of the stream whose pre-activations start at xn.
+template <typename T>
+CREMA_HOST_DEVICE inline Gates<T> GatesOf(const T* xn, int dim, int d, T cont) {
+  return {static_cast<T>(Sigmoid(xn[d])),
+          cont == 0 ? T(0) : static_cast<T>(cont * Sigmoid(xn[dim + d])),
+          static_cast<T>(Sigmoid(xn[2 * dim + d])), static_cast<T>(Tanh(xn[3 * dim + d]))};
+}
+
+template <typename T>
+CREMA_HOST_DEVICE inline void ForwardAt(int n, int dim, int d, const T* c_prev, const T* x,
+                                        const T* cont, T* c, T* h) {
+  const Gates<T> gate = GatesOf(x + int64_t{n} * 4 * dim, dim, d, cont[n]);
+  const int64_t at = int64_t{n} * dim + d;
+  const T cell = gate.f * c_prev[at] + gate.i * gate.g;
+  c[at] = cell;
+  h[at] = gate.o * static_cast<T>(Tanh(cell));
+}
+
+template <typename T>
+CREMA_HOST_DEVICE inline void BackwardAt(int n, int dim, int d, const T* c_prev, const T* x,
+                                         const T* cont, const T* c, const T* c_diff,
+                                         const T* h_diff, T* c_prev_diff, T* x_diff) {
+  const Gates<T> gate = GatesOf(x + int64_t{n} * 4 * dim, dim, d, cont[n]);
+  const T i = gate.i, f = gate.f, o = gate.o, g = gate.g;
+  const int64_t at = int64_t{n} * dim + d;
+  const T tanh_c = static_cast<T>(Tanh(c[at]));
+  const T c_term_diff = c_diff[at] + h_diff[at] * o * (1 - tanh_c * tanh_c);
+  if (c_prev_diff) c_prev_diff[at] = c_term_diff * f;
+  if (x_diff) {
+    T* dxn = x_diff + int64_t{n} * 4 * dim;
+    dxn[d] = c_term_diff * g * i * (1 - i);
+    dxn[dim + d] = c_term_diff * c_prev[at] * f * (1 - f);
+    dxn[2 * dim + d] = h_diff[at] * tanh_c * o * (1 - o);
+    dxn[3 * dim + d] = c_term_diff * i * (1 - g * g);
+  }
+}
 
 template <typename T>
 void Forward(int num, int dim, const T* c_prev, const T* x, const T* cont, T* c, T* h) {
-  for (int n = 0; n < num; ++n) {
-    const T* xn = x + int64_t{n} * 4 * dim;
-    for (int d = 0; d < dim; ++d) {
-      const T i = static_cast<T>(Sigmoid(xn[d]));
-      const T f = cont[n] == 0 ? T(0) : static_cast<T>(cont[n] * Sigmoid(xn[dim + d]));
-      const T o = static_cast<T>(Sigmoid(xn[2 * dim + d]));
-      const T g = static_cast<T>(Tanh(xn[3 * dim + d]));
-      const int64_t at = int64_t{n} * dim + d;
-      const T cell = f * c_prev[at] + i * g;
-      c[at] = cell;
-      h[at] = o * static_cast<T>(Tanh(cell));
-    }
-  }
+  for (int n = 0; n < num; ++n)
+    for (int d = 0; d < dim; ++d) ForwardAt(n, dim, d, c_prev, x, cont, c, h);
 }
 
 // c_diff and h_diff are the gradients of c and h; writes c_prev_diff and x_diff where non-null.
 template <typename T>
 void Backward(int num, int dim, const T* c_prev, const T* x, const T* cont, const T* c,
               const T* c_diff, const T* h_diff, T* c_prev_diff, T* x_diff) {
-  for (int n = 0; n < num; ++n) {
-    const T* xn = x + int64_t{n} * 4 * dim;
-    T* dxn = x_diff ? x_diff + int64_t{n} * 4 * dim : nullptr;
-    for (int d = 0; d < dim; ++d) {
-      const T i = static_cast<T>(Sigmoid(xn[d]));
-      const T f = cont[n] == 0 ? T(0) : static_cast<T>(cont[n] * Sigmoid(xn[dim + d]));
-      const T o = static_cast<T>(Sigmoid(xn[2 * dim + d]));
-      const T g = static_cast<T>(Tanh(xn[3 * dim + d]));
-      const int64_t at = int64_t{n} * dim + d;
-      const T tanh_c = static_cast<T>(Tanh(c[at]));
-      const T c_term_diff = c_diff[at] + h_diff[at] * o * (1 - tanh_c * tanh_c);
-      if (c_prev_diff) c_prev_diff[at] = c_term_diff * f;
-      if (dxn) {
-        dxn[d] = c_term_diff * g * i * (1 - i);
-        dxn[dim + d] = c_term_diff * c_prev[at] * f * (1 - f);
-        dxn[2 * dim + d] = h_diff[at] * tanh_c * o * (1 - o);
-        dxn[3 * dim + d] = c_term_diff * i * (1 - g * g);
-      }
-    }
-  }
+  for (int n = 0; n < num; ++n)
+    for (int d = 0; d < dim; ++d)
+      BackwardAt(n, dim, d, c_prev, x, cont, c, c_diff, h_diff, c_prev_diff, x_diff);
 }
 
 }  // namespace lstm_unit

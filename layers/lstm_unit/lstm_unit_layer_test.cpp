@@ -19,7 +19,17 @@
 CREMA_LAYER_CONFORMANCE(
     LSTMUnit, LayerCase("", {{1, 3, 4}, {1, 3, 16}, {1, 3}}).Integer(2, 2).Range(-2, 2).Tops(2),
     LayerCase("", {{1, 5, 2}, {1, 5, 8}, {1, 5}}).Integer(2, 2).Tops(2).Name("five_streams"),
-    LayerCase("", {{1, 2, 3}, {1, 2, 12}, {1, 2}}).Integer(2, 1).Tops(2).Name("all_reset"));
+    LayerCase("", {{1, 2, 3}, {1, 2, 12}, {1, 2}}).Integer(2, 1).Tops(2).Name("all_reset"),
+    LayerCase("", {{1, 3, 2}, {1, 3, 8}, {1, 3}})
+        .Integer(2, 2)
+        .NoGradient(0)
+        .Tops(2)
+        .Name("gates_only"),
+    LayerCase("", {{1, 3, 2}, {1, 3, 8}, {1, 3}})
+        .Integer(2, 2)
+        .NoGradient(1)
+        .Tops(2)
+        .Name("c_prev_only"));
 
 namespace crema {
 namespace {

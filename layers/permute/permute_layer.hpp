@@ -35,6 +35,8 @@ class PermuteLayer final : public Layer {
   std::vector<int64_t> old_steps_;  // bottom strides
   std::vector<int64_t> new_steps_;  // top strides
   int64_t count_ = 0;
+
+  CREMA_LAYER_GPU_KERNELS;
 };
 
 }  // namespace crema

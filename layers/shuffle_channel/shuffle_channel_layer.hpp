@@ -30,6 +30,8 @@ class ShuffleChannelLayer final : public Layer {
   void Permute(const Blob& shape, const T* src, T* dst, bool inverse) const;
 
   int group_ = 1;
+
+  CREMA_LAYER_GPU_KERNELS;
 };
 
 }  // namespace crema

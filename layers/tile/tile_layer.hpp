@@ -31,6 +31,8 @@ class TileLayer final : public Layer {
   int tiles_ = 1;
   int64_t outer_dim_ = 0;
   int64_t inner_dim_ = 0;
+
+  CREMA_LAYER_GPU_KERNELS;
 };
 
 }  // namespace crema

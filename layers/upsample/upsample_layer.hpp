@@ -3,6 +3,7 @@
 
 #include "crema/layer.hpp"
 #include "math/resize.hpp"
+#include "math/resize_gpu.hpp"
 
 namespace crema {
 
@@ -45,6 +46,11 @@ class UpsampleLayer final : public Layer {
   int scale_w_ = 2;
   int upsample_h_ = 0;  // 0: from the scale
   int upsample_w_ = 0;
+#ifdef CREMA_WITH_CUDA
+  gpu::ResizeTable gpu_table_;  // the taps on the device
+#endif
+
+  CREMA_LAYER_GPU_KERNELS;
 };
 
 }  // namespace crema
