@@ -37,6 +37,9 @@ void AccuracyLayer::Reshape(const BlobVec& bottom, const BlobVec& top) {
       ") must have the element type of the scores (", DataTypeName(bottom[0]->dtype()), ")");
   top[0]->Reshape(std::vector<int>{});
   if (top.size() > 1) top[1]->Reshape(std::vector<int>{bottom[0]->shape(axis_)});
+  correct_.Reshape(std::vector<int>{static_cast<int>(outer_num_ * inner_num_)});
+  counted_.Reshape(std::vector<int>{static_cast<int>(outer_num_ * inner_num_)});
+  sums_.Reshape(std::vector<int>{3});
 }
 
 template <typename T>

@@ -41,6 +41,13 @@ class AccuracyLayer final : public Layer {
   int64_t outer_num_ = 0;
   int64_t inner_num_ = 0;
   std::vector<int64_t> class_counts_;  // items per true class (for top[1])
+  // GPU scratch (double: exact counts): per item whether it is correct and whether it counts,
+  // then the correct and counted totals and a bad-label flag.
+  Blob correct_{DataType::kFloat64};
+  Blob counted_{DataType::kFloat64};
+  Blob sums_{DataType::kFloat64};
+
+  CREMA_LAYER_GPU_KERNELS;
 };
 
 }  // namespace crema

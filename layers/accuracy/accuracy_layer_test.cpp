@@ -2,6 +2,11 @@
 
 #include <gtest/gtest.h>
 
+#include <string>
+#include <tuple>
+#include <vector>
+
+#include "crema/device.hpp"
 #include "support/layer_test.hpp"
 
 CREMA_LAYER_CONFORMANCE(
@@ -29,8 +34,10 @@ const std::vector<double> kScores = {0.1, 0.5, 0.4,   // label 1: rank 1
 const std::vector<double> kLabels = {1, 0, 2, 2};
 
 std::vector<double> RunAccuracy(const std::string& param, int num_tops, DataType dtype,
-                                const std::vector<double>& labels = kLabels) {
+                                const std::vector<double>& labels = kLabels,
+                                const Device& device = Device::Cpu()) {
   auto layer = CreateLayer("type: 'Accuracy' " + param, dtype);
+  layer->set_device(device);
   auto scores = MakeBlob({4, 3}, kScores, dtype);
   auto label = MakeBlob({4}, labels, dtype);
   Blob top0, top1;
@@ -47,17 +54,31 @@ std::vector<double> RunAccuracy(const std::string& param, int num_tops, DataType
   return result;
 }
 
-class AccuracyValues : public ::testing::TestWithParam<DataType> {};
+// The hand counts hold on the CPU and, where there is one, on a GPU (the element type, and
+// whether to run on Device::Cuda(0)).
+class AccuracyValues : public ::testing::TestWithParam<std::tuple<DataType, bool>> {
+ protected:
+  void SetUp() override {
+    if (!std::get<1>(GetParam())) return;
+    if (CudaDeviceCount() == 0) GTEST_SKIP() << "no CUDA device";
+    SetCudaDevice(0);
+  }
+  std::vector<double> Run(const std::string& param, int num_tops,
+                          const std::vector<double>& labels = kLabels) const {
+    return RunAccuracy(param, num_tops, std::get<0>(GetParam()), labels,
+                       std::get<1>(GetParam()) ? Device::Cuda(0) : Device::Cpu());
+  }
+};
 
 TEST_P(AccuracyValues, TopK) {
-  EXPECT_DOUBLE_EQ(RunAccuracy("", 1, GetParam())[0], 0.5);
-  EXPECT_DOUBLE_EQ(RunAccuracy("accuracy_param { top_k: 2 }", 1, GetParam())[0], 0.5);
-  EXPECT_DOUBLE_EQ(RunAccuracy("accuracy_param { top_k: 3 }", 1, GetParam())[0], 1.0);
+  EXPECT_DOUBLE_EQ(Run("", 1)[0], 0.5);
+  EXPECT_DOUBLE_EQ(Run("accuracy_param { top_k: 2 }", 1)[0], 0.5);
+  EXPECT_DOUBLE_EQ(Run("accuracy_param { top_k: 3 }", 1)[0], 1.0);
 }
 
 TEST_P(AccuracyValues, PerClass) {
   // class 0: 0/1, class 1: 1/1, class 2: 1/2.
-  const std::vector<double> r = RunAccuracy("", 2, GetParam());
+  const std::vector<double> r = Run("", 2);
   ASSERT_EQ(r.size(), 4u);
   EXPECT_DOUBLE_EQ(r[0], 0.5);
   EXPECT_DOUBLE_EQ(r[1], 0.0);
@@ -67,16 +88,29 @@ TEST_P(AccuracyValues, PerClass) {
 
 TEST_P(AccuracyValues, IgnoreLabel) {
   // Without the two class-2 items: 1 of 2 correct; class 2 never counted -> 0.
-  const std::vector<double> r = RunAccuracy("accuracy_param { ignore_label: 2 }", 2, GetParam());
+  const std::vector<double> r = Run("accuracy_param { ignore_label: 2 }", 2);
   EXPECT_DOUBLE_EQ(r[0], 0.5);
   EXPECT_DOUBLE_EQ(r[3], 0.0);
   // An ignore label outside [0, C) is fine; all ignored gives 0.
-  EXPECT_DOUBLE_EQ(
-      RunAccuracy("accuracy_param { ignore_label: -1 }", 1, GetParam(), {-1, -1, -1, -1})[0], 0.0);
+  EXPECT_DOUBLE_EQ(Run("accuracy_param { ignore_label: -1 }", 1, {-1, -1, -1, -1})[0], 0.0);
+}
+
+TEST_P(AccuracyValues, LabelOutOfRangeNamesTheFirst) {
+  // The ignored -1 is no error; 3 and then 5 are, and the message names the first.
+  try {
+    Run("accuracy_param { ignore_label: -1 }", 1, {-1, 3, 1, 5});
+    FAIL() << "expected a RuntimeError";
+  } catch (const RuntimeError& e) {
+    EXPECT_NE(std::string(e.what()).find("label 3 at position 1 is outside [0, 3)"),
+              std::string::npos)
+        << e.what();
+  }
 }
 
 INSTANTIATE_TEST_SUITE_P(Types, AccuracyValues,
-                         ::testing::Values(DataType::kFloat32, DataType::kFloat64));
+                         ::testing::Combine(::testing::Values(DataType::kFloat32,
+                                                              DataType::kFloat64),
+                                            ::testing::Bool()));
 
 TEST(AccuracyLayer, SpatialAxisMatchesNaiveCount) {
   // Scores (N=2, C=3, inner=2); the class axis is 1, labels (2, 2).

@@ -31,6 +31,8 @@ void ContrastiveLossLayer::Reshape(const BlobVec& bottom, const BlobVec& top) {
   diff_.ReshapeLike(*bottom[0]);
   dist_sq_.set_dtype(bottom[0]->dtype());
   dist_sq_.Reshape(std::vector<int>{bottom[0]->shape(0)});
+  terms_.set_dtype(bottom[0]->dtype());
+  terms_.Reshape(std::vector<int>{bottom[0]->shape(0) + 1});
 }
 
 template <typename T>
@@ -80,16 +82,8 @@ void ContrastiveLossLayer::Backward(const BlobVec& top, const std::vector<bool>&
         cpu::Scale<T>(channels, alpha, d, out);
         continue;
       }
-      T gap, beta;
-      if (legacy) {
-        gap = margin - dist_sq[j];
-        beta = -alpha;
-      } else {
-        const T dist = std::sqrt(dist_sq[j]);
-        gap = margin - dist;
-        beta = -alpha * gap / (dist + T(1e-4));
-      }
-      if (gap > 0)
+      const T beta = DissimilarFactor(alpha, margin, dist_sq[j], std::sqrt(dist_sq[j]), legacy);
+      if (beta != T(0))
         cpu::Scale<T>(channels, beta, d, out);
       else
         cpu::Set<T>(channels, T(0), out);
@@ -103,9 +97,13 @@ void ContrastiveLossLayer::ForwardCpu(const BlobVec& bottom, const BlobVec& top)
 
 void ContrastiveLossLayer::BackwardCpu(const BlobVec& top, const std::vector<bool>& propagate_down,
                                        const BlobVec& bottom) {
+  CheckPropagateDown(propagate_down);
+  CREMA_DISPATCH_FLOAT(bottom[0]->dtype(), T, Backward<T>(top, propagate_down, bottom));
+}
+
+void ContrastiveLossLayer::CheckPropagateDown(const std::vector<bool>& propagate_down) const {
   if (propagate_down.size() > 2 && propagate_down[2])
     throw ConfigError(ErrorPrefix() + "cannot backpropagate to the similarity input (bottom[2])");
-  CREMA_DISPATCH_FLOAT(bottom[0]->dtype(), T, Backward<T>(top, propagate_down, bottom));
 }
 
 CREMA_REGISTER_LAYER(ContrastiveLoss, ContrastiveLossLayer);

@@ -1,6 +1,14 @@
 #pragma once
 #include "crema/layer.hpp"
 
+#ifndef CREMA_HOST_DEVICE
+#ifdef __CUDACC__
+#define CREMA_HOST_DEVICE __host__ __device__
+#else
+#define CREMA_HOST_DEVICE
+#endif
+#endif
+
 namespace crema {
 
 // Contrastive loss over pairs (a_n, b_n) with similarity y_n (1 similar, 0 dissimilar):
@@ -22,6 +30,17 @@ class ContrastiveLossLayer final : public LossLayer {
   int ExactNumBottomBlobs() const override { return 3; }
   bool AllowForceBackward(int bottom_index) const override { return bottom_index != 2; }
 
+  // The factor of (a - b) in the gradient of a dissimilar pair, given alpha = +-w / N, d^2 and
+  // d = sqrt(d^2): -alpha (legacy) or -alpha (margin - d) / (d + 1e-4) where the pair's term is
+  // positive, else 0. One definition for the CPU and the GPU code.
+  template <typename T>
+  static CREMA_HOST_DEVICE inline T DissimilarFactor(T alpha, T margin, T dist_sq, T dist,
+                                                     bool legacy) {
+    const T gap = legacy ? margin - dist_sq : margin - dist;
+    if (!(gap > 0)) return T(0);
+    return legacy ? -alpha : -alpha * gap / (dist + T(1e-4));
+  }
+
  protected:
   void ForwardCpu(const BlobVec& bottom, const BlobVec& top) override;
   void BackwardCpu(const BlobVec& top, const std::vector<bool>& propagate_down,
@@ -30,11 +49,16 @@ class ContrastiveLossLayer final : public LossLayer {
  private:
   template <typename T>
   void Forward(const BlobVec& bottom, const BlobVec& top);
+  // Throws when a gradient is asked of the similarities.
+  void CheckPropagateDown(const std::vector<bool>& propagate_down) const;
   template <typename T>
   void Backward(const BlobVec& top, const std::vector<bool>& propagate_down, const BlobVec& bottom);
 
   Blob diff_;     // a - b
   Blob dist_sq_;  // d_n^2
+  Blob terms_;    // GPU: the loss term of each pair, then their sum
+
+  CREMA_LAYER_GPU_KERNELS;
 };
 
 }  // namespace crema

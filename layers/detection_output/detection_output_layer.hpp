@@ -33,6 +33,10 @@ class DetectionOutputLayer final : public Layer {
  public:
   using Layer::Layer;
   const char* type() const override { return "DetectionOutput"; }
+  // Device-neutral: sorting, NMS and keep_top_k are sequential host logic (on the host in SSD's
+  // GPU path too), so the CPU code reads loc, conf and priors back once per Forward and writes
+  // the small table of kept boxes, which a GPU consumer uploads.
+  bool HasGpuKernels() const override { return true; }
   void LayerSetUp(const BlobVec& bottom, const BlobVec& top) override;
   void Reshape(const BlobVec& bottom, const BlobVec& top) override;
   int ExactNumBottomBlobs() const override { return 3; }

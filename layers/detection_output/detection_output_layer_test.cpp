@@ -10,6 +10,30 @@
 #include "support/layer_checks.hpp"
 #include "support/layer_test.hpp"
 
+// One image and keep_top_k 1 keep exactly one box, so the top keeps its set-up shape (1, 1, 1, 7)
+// as the harness requires; random boxes (CORNER decoding: priors need no area), variances and
+// scores in [0, 1] (6 priors, 3 classes).
+CREMA_LAYER_CONFORMANCE(
+    DetectionOutput,
+    LayerCase("detection_output_param { num_classes: 3 keep_top_k: 1 confidence_threshold: 0.01 "
+              "nms_param { nms_threshold: 0.45 top_k: 4 } }",
+              {{1, 24}, {1, 18}, {1, 2, 24}})
+        .Range(0, 1)
+        .NoGradient(0)
+        .NoGradient(1)
+        .NoGradient(2)
+        .NoGradientCheck()
+        .Name("shared_corner"),
+    LayerCase("detection_output_param { num_classes: 3 share_location: false keep_top_k: 1 "
+              "background_label_id: -1 code_type: CORNER variance_encoded_in_target: true }",
+              {{1, 72}, {1, 18}, {1, 2, 24}})
+        .Range(0, 1)
+        .NoGradient(0)
+        .NoGradient(1)
+        .NoGradient(2)
+        .NoGradientCheck()
+        .Name("per_class_corner"));
+
 namespace crema::testing {
 namespace {
 

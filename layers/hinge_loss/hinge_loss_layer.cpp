@@ -20,6 +20,8 @@ void HingeLossLayer::Reshape(const BlobVec& bottom, const BlobVec& top) {
       ") must have the element type of the scores (", DataTypeName(bottom[0]->dtype()), ")");
   margins_.set_dtype(bottom[0]->dtype());
   margins_.ReshapeLike(*bottom[0]);
+  scalars_.set_dtype(bottom[0]->dtype());
+  scalars_.Reshape(std::vector<int>{2});
 }
 
 int HingeLossLayer::Label(double value, int64_t index, int64_t dim) const {
@@ -72,10 +74,14 @@ void HingeLossLayer::ForwardCpu(const BlobVec& bottom, const BlobVec& top) {
 
 void HingeLossLayer::BackwardCpu(const BlobVec& top, const std::vector<bool>& propagate_down,
                                  const BlobVec& bottom) {
+  if (!WantsGradient(propagate_down)) return;
+  CREMA_DISPATCH_FLOAT(bottom[0]->dtype(), T, Backward<T>(top, bottom));
+}
+
+bool HingeLossLayer::WantsGradient(const std::vector<bool>& propagate_down) const {
   if (propagate_down[1])
     throw ConfigError(ErrorPrefix() + "cannot backpropagate to the label input (bottom[1])");
-  if (!propagate_down[0]) return;
-  CREMA_DISPATCH_FLOAT(bottom[0]->dtype(), T, Backward<T>(top, bottom));
+  return propagate_down[0];
 }
 
 CREMA_REGISTER_LAYER(HingeLoss, HingeLossLayer);

@@ -26,11 +26,16 @@ class HingeLossLayer final : public LossLayer {
  private:
   template <typename T>
   void Forward(const BlobVec& bottom, const BlobVec& top);
+  // Throws for a gradient asked of an input that has none; whether bottom[0] wants one.
+  bool WantsGradient(const std::vector<bool>& propagate_down) const;
   template <typename T>
   void Backward(const BlobVec& top, const BlobVec& bottom);
   int Label(double value, int64_t index, int64_t dim) const;
 
   Blob margins_;  // m_nk from Forward
+  Blob scalars_;  // GPU: the margin sum and a bad-label flag, read back together
+
+  CREMA_LAYER_GPU_KERNELS;
 };
 
 }  // namespace crema

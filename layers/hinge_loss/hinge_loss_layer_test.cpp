@@ -10,6 +10,7 @@
 #include <string>
 #include <vector>
 
+#include "crema/device.hpp"
 #include "crema/layer_registry.hpp"
 #include "support/gradient_checker.hpp"
 #include "support/layer_test.hpp"
@@ -85,6 +86,31 @@ TEST(HingeLossErrors, BadLabelsAndShapes) {
   layer2->SetUp({scores.get(), ok.get()}, {&loss});
   layer2->Forward({scores.get(), ok.get()}, {&loss});
   EXPECT_THROW(layer2->Backward({&loss}, {true, true}, {scores.get(), ok.get()}), ConfigError);
+}
+
+// The GPU path finds bad labels on the device and reports the first, as the CPU does.
+TEST(HingeLossGpu, BadLabelGivesTheCpuError) {
+  if (CudaDeviceCount() == 0) GTEST_SKIP() << "no CUDA device";
+  SetCudaDevice(0);
+  std::vector<std::string> messages;
+  for (const Device& device : {Device::Cpu(), Device::Cuda(0)}) {
+    auto layer = CreateLayer("type: 'HingeLoss'", DataType::kFloat32);
+    layer->set_device(device);
+    auto scores = MakeBlob({3, 4}, {}, DataType::kFloat32);
+    auto labels = MakeBlob({3}, {1, 9, -2}, DataType::kFloat32);
+    Blob loss;
+    const BlobVec bottom = {scores.get(), labels.get()};
+    layer->SetUp(bottom, {&loss});
+    try {
+      layer->Forward(bottom, {&loss});
+      ADD_FAILURE() << "expected a RuntimeError on " << device.ToString();
+    } catch (const RuntimeError& e) {
+      messages.push_back(e.what());
+    }
+  }
+  ASSERT_EQ(messages.size(), 2u);
+  EXPECT_EQ(messages[0], messages[1]);
+  EXPECT_NE(messages[1].find("label 9 at position 1 is outside [0, 4)"), std::string::npos);
 }
 
 // ---- against BVLC Caffe's own outputs (layer_zoo: tops, bottom diffs, param diffs) ----

@@ -89,6 +89,11 @@ void InfogainLossLayer::Reshape(const BlobVec& bottom, const BlobVec& top) {
                     " classes, got ", infogain.shape_string(),
                     bottom.size() >= 3 ? " (bottom[2])" : " (infogain_loss_param.source)");
   if (top.size() >= 2) top[1]->ReshapeLike(*bottom[0]);
+  losses_.Reshape(std::vector<int>{static_cast<int>(outer_num_ * inner_num_)});
+  counts_.Reshape(std::vector<int>{static_cast<int>(outer_num_ * inner_num_)});
+  sums_.Reshape(std::vector<int>{3});
+  row_sums_.set_dtype(bottom[0]->dtype());
+  row_sums_.Reshape(std::vector<int>{num_labels_});
 }
 
 double InfogainLossLayer::Normalizer(int64_t valid_count) const {
@@ -169,12 +174,16 @@ void InfogainLossLayer::ForwardCpu(const BlobVec& bottom, const BlobVec& top) {
 
 void InfogainLossLayer::BackwardCpu(const BlobVec& top, const std::vector<bool>& propagate_down,
                                     const BlobVec& bottom) {
+  if (!WantsGradient(propagate_down)) return;
+  CREMA_DISPATCH_FLOAT(bottom[0]->dtype(), T, Backward<T>(top, bottom));
+}
+
+bool InfogainLossLayer::WantsGradient(const std::vector<bool>& propagate_down) const {
   if (propagate_down[1])
     throw ConfigError(ErrorPrefix() + "cannot backpropagate to the label input (bottom[1])");
   if (propagate_down.size() > 2 && propagate_down[2])
     throw ConfigError(ErrorPrefix() + "cannot backpropagate to the infogain matrix (bottom[2])");
-  if (!propagate_down[0]) return;
-  CREMA_DISPATCH_FLOAT(bottom[0]->dtype(), T, Backward<T>(top, bottom));
+  return propagate_down[0];
 }
 
 CREMA_REGISTER_LAYER(InfogainLoss, InfogainLossLayer);

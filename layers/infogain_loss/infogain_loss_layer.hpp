@@ -42,6 +42,8 @@ class InfogainLossLayer final : public LossLayer {
  private:
   template <typename T>
   void Forward(const BlobVec& bottom, const BlobVec& top);
+  // Throws for a gradient asked of an input that has none; whether bottom[0] wants one.
+  bool WantsGradient(const std::vector<bool>& propagate_down) const;
   template <typename T>
   void Backward(const BlobVec& top, const BlobVec& bottom);
   double Normalizer(int64_t valid_count) const;
@@ -62,6 +64,14 @@ class InfogainLossLayer final : public LossLayer {
   int64_t outer_num_ = 0;
   int64_t inner_num_ = 0;
   int num_labels_ = 0;
+  // GPU scratch: per-item losses and counts (double, as the CPU sums), their sums and a
+  // bad-label flag, and the row sums of H.
+  Blob losses_{DataType::kFloat64};
+  Blob counts_{DataType::kFloat64};
+  Blob sums_{DataType::kFloat64};
+  Blob row_sums_;
+
+  CREMA_LAYER_GPU_KERNELS;
 };
 
 }  // namespace crema

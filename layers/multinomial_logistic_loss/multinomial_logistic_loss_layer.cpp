@@ -21,6 +21,8 @@ void MultinomialLogisticLossLayer::Reshape(const BlobVec& bottom, const BlobVec&
   CREMA_CHECK_SHAPE(
       bottom[1]->dtype() == bottom[0]->dtype(), "the labels (", DataTypeName(bottom[1]->dtype()),
       ") must have the element type of the probabilities (", DataTypeName(bottom[0]->dtype()), ")");
+  losses_.Reshape(std::vector<int>{bottom[0]->shape(0)});
+  scalars_.Reshape(std::vector<int>{2});
 }
 
 int MultinomialLogisticLossLayer::Label(double value, int64_t index, int64_t dim) const {
@@ -67,10 +69,14 @@ void MultinomialLogisticLossLayer::ForwardCpu(const BlobVec& bottom, const BlobV
 void MultinomialLogisticLossLayer::BackwardCpu(const BlobVec& top,
                                                const std::vector<bool>& propagate_down,
                                                const BlobVec& bottom) {
+  if (!WantsGradient(propagate_down)) return;
+  CREMA_DISPATCH_FLOAT(bottom[0]->dtype(), T, Backward<T>(top, bottom));
+}
+
+bool MultinomialLogisticLossLayer::WantsGradient(const std::vector<bool>& propagate_down) const {
   if (propagate_down[1])
     throw ConfigError(ErrorPrefix() + "cannot backpropagate to the label input (bottom[1])");
-  if (!propagate_down[0]) return;
-  CREMA_DISPATCH_FLOAT(bottom[0]->dtype(), T, Backward<T>(top, bottom));
+  return propagate_down[0];
 }
 
 CREMA_REGISTER_LAYER(MultinomialLogisticLoss, MultinomialLogisticLossLayer);

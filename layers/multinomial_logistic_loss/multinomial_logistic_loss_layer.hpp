@@ -25,9 +25,17 @@ class MultinomialLogisticLossLayer final : public LossLayer {
  private:
   template <typename T>
   void Forward(const BlobVec& bottom, const BlobVec& top);
+  // Throws for a gradient asked of an input that has none; whether bottom[0] wants one.
+  bool WantsGradient(const std::vector<bool>& propagate_down) const;
   template <typename T>
   void Backward(const BlobVec& top, const BlobVec& bottom);
   int Label(double value, int64_t index, int64_t dim) const;
+
+  // GPU scratch, in double as the CPU sums: per-item losses, then their sum and a bad-label flag.
+  Blob losses_{DataType::kFloat64};
+  Blob scalars_{DataType::kFloat64};
+
+  CREMA_LAYER_GPU_KERNELS;
 };
 
 }  // namespace crema

@@ -16,6 +16,10 @@ void MVNLayer::Reshape(const BlobVec& bottom, const BlobVec& top) {
   dim_ = groups_ > 0 ? in.count() / groups_ : 0;
   if (top[0] != bottom[0]) top[0]->ReshapeLike(in);
   std_eps_.assign(groups_, 1.0);
+  sums_.set_dtype(dtype());
+  sums_.Reshape(std::vector<int>{2, static_cast<int>(groups_)});
+  inv_std_.set_dtype(dtype());
+  inv_std_.Reshape(std::vector<int>{static_cast<int>(groups_)});
 }
 
 template <typename T>

@@ -39,6 +39,11 @@ class MVNLayer final : public Layer {
   int64_t dim_ = 0;
   // Per group, from the last Forward: std + eps.
   std::vector<double> std_eps_;
+  // GPU: per group, two sums (rows 0 and 1) and 1 / (std + eps).
+  Blob sums_;
+  Blob inv_std_;
+
+  CREMA_LAYER_GPU_KERNELS;
 };
 
 }  // namespace crema

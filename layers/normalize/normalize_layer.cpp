@@ -64,6 +64,10 @@ void NormalizeLayer::Reshape(const BlobVec& bottom, const BlobVec& top) {
     norm_.Reshape({num});
   else
     norm_.Reshape({num, spatial});
+  buffer_.set_dtype(bottom[0]->dtype());
+  buffer_.ReshapeLike(*bottom[0]);
+  dot_.set_dtype(bottom[0]->dtype());
+  dot_.ReshapeLike(norm_);
 }
 
 template <typename T>

@@ -41,6 +41,11 @@ class NormalizeLayer final : public Layer {
   bool channel_shared_ = true;
   double eps_ = 1e-10;
   Blob norm_;  // (N) across_spatial, else (N, S): the norms of the last Forward
+  // GPU: an element-wise product to sum, and its sums per norm (the shape of norm_).
+  Blob buffer_;
+  Blob dot_;
+
+  CREMA_LAYER_GPU_KERNELS;
 };
 
 }  // namespace crema

@@ -22,6 +22,9 @@ class PriorBoxLayer final : public Layer {
  public:
   using Layer::Layer;
   const char* type() const override { return "PriorBox"; }
+  // Device-neutral: the boxes depend only on shapes; they are made on the host and uploaded when
+  // a GPU layer reads them, as SSD does (its PriorBox has no GPU code either).
+  bool HasGpuKernels() const override { return true; }
   void LayerSetUp(const BlobVec& bottom, const BlobVec& top) override;
   void Reshape(const BlobVec& bottom, const BlobVec& top) override;
   int ExactNumBottomBlobs() const override { return 2; }

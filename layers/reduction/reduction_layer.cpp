@@ -23,6 +23,11 @@ void ReductionLayer::Reshape(const BlobVec& bottom, const BlobVec& top) {
   dim_ = bottom[0]->count(axis);
   coeff_ = param.coeff();
   if (op_ == ReductionParameter::MEAN) coeff_ /= static_cast<double>(dim_);
+  abs_.set_dtype(bottom[0]->dtype());
+  if (op_ == ReductionParameter::ASUM)
+    abs_.ReshapeLike(*bottom[0]);
+  else
+    abs_.Reshape(std::vector<int>{0});
 }
 
 template <typename T>

@@ -33,6 +33,9 @@ class ReductionLayer final : public Layer {
   double coeff_ = 1.0;  // includes 1 / dim for MEAN
   int64_t num_ = 0;
   int64_t dim_ = 0;
+  Blob abs_;  // GPU, ASUM: |x|, summed per row
+
+  CREMA_LAYER_GPU_KERNELS;
 };
 
 }  // namespace crema

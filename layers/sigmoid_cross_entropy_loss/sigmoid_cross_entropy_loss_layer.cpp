@@ -32,6 +32,9 @@ void SigmoidCrossEntropyLossLayer::Reshape(const BlobVec& bottom, const BlobVec&
       ") must have the element type of the predictions (", DataTypeName(bottom[0]->dtype()), ")");
   outer_num_ = bottom[0]->shape(0);
   inner_num_ = bottom[0]->count(1);
+  losses_.ReshapeLike(*bottom[0]);
+  counts_.ReshapeLike(*bottom[0]);
+  sums_.Reshape(std::vector<int>{2});
 }
 
 double SigmoidCrossEntropyLossLayer::Normalizer(int64_t valid_count) const {
@@ -80,10 +83,14 @@ void SigmoidCrossEntropyLossLayer::ForwardCpu(const BlobVec& bottom, const BlobV
 void SigmoidCrossEntropyLossLayer::BackwardCpu(const BlobVec& top,
                                                const std::vector<bool>& propagate_down,
                                                const BlobVec& bottom) {
+  if (!WantsGradient(propagate_down)) return;
+  CREMA_DISPATCH_FLOAT(bottom[0]->dtype(), T, Backward<T>(top, bottom));
+}
+
+bool SigmoidCrossEntropyLossLayer::WantsGradient(const std::vector<bool>& propagate_down) const {
   if (propagate_down[1])
     throw ConfigError(ErrorPrefix() + "cannot backpropagate to the targets (bottom[1])");
-  if (!propagate_down[0]) return;
-  CREMA_DISPATCH_FLOAT(bottom[0]->dtype(), T, Backward<T>(top, bottom));
+  return propagate_down[0];
 }
 
 CREMA_REGISTER_LAYER(SigmoidCrossEntropyLoss, SigmoidCrossEntropyLossLayer);

@@ -28,6 +28,8 @@ class SigmoidCrossEntropyLossLayer final : public LossLayer {
  private:
   template <typename T>
   void Forward(const BlobVec& bottom, const BlobVec& top);
+  // Throws for a gradient asked of an input that has none; whether bottom[0] wants one.
+  bool WantsGradient(const std::vector<bool>& propagate_down) const;
   template <typename T>
   void Backward(const BlobVec& top, const BlobVec& bottom);
   double Normalizer(int64_t valid_count) const;
@@ -38,6 +40,12 @@ class SigmoidCrossEntropyLossLayer final : public LossLayer {
   int64_t outer_num_ = 0;
   int64_t inner_num_ = 0;
   double normalizer_ = 1;  // from the last Forward, used by Backward (as Caffe)
+  // GPU scratch, in double as the CPU sums: per-element losses and counts, then their sums.
+  Blob losses_{DataType::kFloat64};
+  Blob counts_{DataType::kFloat64};
+  Blob sums_{DataType::kFloat64};
+
+  CREMA_LAYER_GPU_KERNELS;
 };
 
 }  // namespace crema
