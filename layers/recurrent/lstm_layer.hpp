@@ -29,9 +29,11 @@ class LSTMLayer final : public RecurrentLayer {
                    const BlobVec& bottom) override;
 
  private:
-  template <typename T>
+  // The steps, over a device policy (recurrent_ops.hpp): CpuOps for ForwardCpu/BackwardCpu,
+  // GpuOps for ForwardGpu/BackwardGpu (lstm_layer.cu).
+  template <typename T, typename Ops>
   void Forward(const BlobVec& bottom, const BlobVec& top);
-  template <typename T>
+  template <typename T, typename Ops>
   void Backward(const BlobVec& top, const std::vector<bool>& propagate_down, const BlobVec& bottom);
 
   Blob gx_;        // T x N x 4H: W_xc x_t + b_c; its diff holds the gate gradients
@@ -41,6 +43,8 @@ class LSTMLayer final : public RecurrentLayer {
   Blob c_;         // (T + 1) x N x H: c_0 .. c_T
   Blob h_conted_;  // T x N x H: cont_t h_{t-1}
   Blob step_;      // scratch: 4 x N x H
+
+  CREMA_LAYER_GPU_KERNELS;
 };
 
 }  // namespace crema

@@ -21,23 +21,59 @@
   " weight_filler { type: 'uniform' min: -0.5 max: 0.5 } " \
   "bias_filler { type: 'gaussian' std: 0.2 } " extra " }"
 
-// Without expose_hidden the state carries over between Forward calls, so those cases keep
-// cont = 0 (each Forward starts afresh); the hand-made cont patterns are checked below.
-CREMA_LAYER_CONFORMANCE(
-    LSTM, LayerCase(CREMA_LSTM_PARAM(3, ""), {{3, 2, 4}, {3, 2}}).Integer(1, 1),
-    LayerCase(CREMA_LSTM_PARAM(2, ""), {{3, 2, 2, 2}, {3, 2}, {2, 3}}).Integer(1, 1).Name("static"),
-    LayerCase(CREMA_LSTM_PARAM(3, "expose_hidden: true"), {{4, 2, 3}, {4, 2}, {1, 2, 3}, {1, 2, 3}})
-        .Integer(1, 2)
-        .Tops(3)
-        .Name("exposed"),
-    LayerCase(CREMA_LSTM_PARAM(2, "expose_hidden: true"),
-              {{3, 3, 2}, {3, 3}, {3, 4}, {1, 3, 2}, {1, 3, 2}})
-        .Integer(1, 2)
-        .Tops(3)
-        .Name("exposed_static"),
-    LayerCase(CREMA_LSTM_PARAM(2, "debug_info: true"), {{2, 1, 3}, {2, 1}})
-        .Integer(1, 1)
-        .Name("debug_info"));
+// The sequence indicators are fixed: every pattern has a 0 in the middle of a sequence. Without
+// expose_hidden the state carries over between Forward calls, so the cases the gradient checks
+// run (Forward many times) start with cont = 0; the "carried" cases start with cont = 1 and
+// compare the second of two Forwards (state carried from the first; no gradient check).
+CREMA_LAYER_CONFORMANCE(LSTM,
+                        LayerCase(CREMA_LSTM_PARAM(3, ""), {{3, 2, 4}, {3, 2}})
+                            .Values(1, {0, 0, 1, 0, 1, 1})
+                            .NoGradient(1),
+                        LayerCase(CREMA_LSTM_PARAM(2, ""), {{3, 2, 2, 2}, {3, 2}, {2, 3}})
+                            .Values(1, {0, 0, 1, 1, 0, 1})
+                            .NoGradient(1)
+                            .Name("static"),
+                        LayerCase(CREMA_LSTM_PARAM(2, ""), {{3, 2, 2, 2}, {3, 2}, {2, 3}})
+                            .Values(1, {0, 0, 0, 1, 1, 1})
+                            .NoGradient(1)
+                            .NoGradient(0)
+                            .Name("static_gradient_only"),
+                        LayerCase(CREMA_LSTM_PARAM(3, "expose_hidden: true"),
+                                  {{4, 2, 3}, {4, 2}, {1, 2, 3}, {1, 2, 3}})
+                            .Values(1, {1, 0, 1, 1, 0, 1, 1, 1})
+                            .NoGradient(1)
+                            .Tops(3)
+                            .Name("exposed"),
+                        LayerCase(CREMA_LSTM_PARAM(3, "expose_hidden: true"),
+                                  {{3, 2, 3}, {3, 2}, {1, 2, 3}, {1, 2, 3}})
+                            .Values(1, {1, 1, 1, 0, 1, 1})
+                            .NoGradient(1)
+                            .NoGradient(0)
+                            .NoGradient(3)
+                            .Tops(3)
+                            .Name("exposed_h0_gradient_only"),
+                        LayerCase(CREMA_LSTM_PARAM(2, "expose_hidden: true"),
+                                  {{3, 3, 2}, {3, 3}, {3, 4}, {1, 3, 2}, {1, 3, 2}})
+                            .Values(1, {1, 1, 0, 0, 1, 1, 1, 0, 1})
+                            .NoGradient(1)
+                            .Tops(3)
+                            .Name("exposed_static"),
+                        LayerCase(CREMA_LSTM_PARAM(3, ""), {{3, 2, 3}, {3, 2}})
+                            .Values(1, {1, 1, 0, 1, 1, 1})
+                            .NoGradient(1)
+                            .Forwards(2)
+                            .NoGradientCheck()
+                            .Name("carried"),
+                        LayerCase(CREMA_LSTM_PARAM(2, ""), {{3, 2, 3}, {3, 2}, {2, 2}})
+                            .Values(1, {1, 0, 1, 1, 1, 0})
+                            .NoGradient(1)
+                            .Forwards(2)
+                            .NoGradientCheck()
+                            .Name("carried_static"),
+                        LayerCase(CREMA_LSTM_PARAM(2, "debug_info: true"), {{2, 1, 3}, {2, 1}})
+                            .Values(1, {0, 1})
+                            .NoGradient(1)
+                            .Name("debug_info"));
 
 namespace crema {
 namespace {

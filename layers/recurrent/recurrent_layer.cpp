@@ -6,6 +6,7 @@
 #include <string>
 
 #include "core/filler.hpp"
+#include "layers/recurrent/recurrent_ops.hpp"
 #include "math/math.hpp"
 
 namespace crema {
@@ -120,48 +121,51 @@ void RecurrentLayer::Reshape(const BlobVec& bottom, const BlobVec& top) {
   for (int k = 0; k < NumExposed(); ++k) top[1 + k]->Reshape(state_shape);
 }
 
-template <typename T>
+template <typename T, typename Ops>
 void RecurrentLayer::SetFinalState(const BlobVec& top, int k, const T* state) {
   Blob* target = NumExposed() > 0 ? top[1 + k] : carried_[k].get();
-  cpu::Copy<T>(target->count(), state, target->mutable_cpu_data<T>());
+  Ops::Copy(target->count(), state, Ops::template MutableData<T>(target));
 }
 
-template <typename T>
+template <typename T, typename Ops>
 void RecurrentLayer::InputTransform(const BlobVec& bottom, T* gx, T* gs) {
   const int rows = T_ * N_, gates = GateDim();
-  cpu::Gemm<T>(cpu::Trans::kNo, cpu::Trans::kYes, rows, gates, input_dim_, T(1),
-               bottom[0]->cpu_data<T>(), blobs_[0]->cpu_data<T>(), T(0), gx);
-  const T* bias = blobs_[1]->cpu_data<T>();
-  for (int r = 0; r < rows; ++r)
-    for (int g = 0; g < gates; ++g) gx[int64_t{r} * gates + g] += bias[g];
+  Ops::Gemm(cpu::Trans::kNo, cpu::Trans::kYes, rows, gates, input_dim_, T(1),
+            Ops::template Data<T>(*bottom[0]), Ops::template Data<T>(*blobs_[0]), T(0), gx);
+  Ops::AddToRows(rows, gates, Ops::template Data<T>(*blobs_[1]), gx);
   if (static_input_)
-    cpu::Gemm<T>(cpu::Trans::kNo, cpu::Trans::kYes, N_, gates, static_dim_, T(1),
-                 bottom[2]->cpu_data<T>(), blobs_[2]->cpu_data<T>(), T(0), gs);
+    Ops::Gemm(cpu::Trans::kNo, cpu::Trans::kYes, N_, gates, static_dim_, T(1),
+              Ops::template Data<T>(*bottom[2]), Ops::template Data<T>(*blobs_[2]), T(0), gs);
 }
 
-template <typename T>
+template <typename T, typename Ops>
 void RecurrentLayer::InputTransformBackward(const BlobVec& bottom,
                                             const std::vector<bool>& propagate_down,
                                             const T* gx_diff, const T* gs_diff) {
   const int rows = T_ * N_, gates = GateDim();
   if (param_propagate_down(0))
-    cpu::Gemm<T>(cpu::Trans::kYes, cpu::Trans::kNo, gates, input_dim_, rows, T(1), gx_diff,
-                 bottom[0]->cpu_data<T>(), T(1), blobs_[0]->mutable_cpu_diff<T>());
-  if (param_propagate_down(1)) {
-    T* bias_diff = blobs_[1]->mutable_cpu_diff<T>();
-    for (int r = 0; r < rows; ++r)
-      for (int g = 0; g < gates; ++g) bias_diff[g] += gx_diff[int64_t{r} * gates + g];
-  }
+    Ops::Gemm(cpu::Trans::kYes, cpu::Trans::kNo, gates, input_dim_, rows, T(1), gx_diff,
+              Ops::template Data<T>(*bottom[0]), T(1),
+              Ops::template MutableDiff<T>(blobs_[0].get()));
+  if (param_propagate_down(1))
+    Ops::SumRows(rows, gates, gx_diff, Ops::template MutableDiff<T>(blobs_[1].get()));
   if (propagate_down[0])
-    cpu::Gemm<T>(cpu::Trans::kNo, cpu::Trans::kNo, rows, input_dim_, gates, T(1), gx_diff,
-                 blobs_[0]->cpu_data<T>(), T(0), bottom[0]->mutable_cpu_diff<T>());
+    Ops::Gemm(cpu::Trans::kNo, cpu::Trans::kNo, rows, input_dim_, gates, T(1), gx_diff,
+              Ops::template Data<T>(*blobs_[0]), T(0), Ops::template MutableDiff<T>(bottom[0]));
   if (!static_input_) return;
   if (param_propagate_down(2))
-    cpu::Gemm<T>(cpu::Trans::kYes, cpu::Trans::kNo, gates, static_dim_, N_, T(1), gs_diff,
-                 bottom[2]->cpu_data<T>(), T(1), blobs_[2]->mutable_cpu_diff<T>());
+    Ops::Gemm(cpu::Trans::kYes, cpu::Trans::kNo, gates, static_dim_, N_, T(1), gs_diff,
+              Ops::template Data<T>(*bottom[2]), T(1),
+              Ops::template MutableDiff<T>(blobs_[2].get()));
   if (propagate_down[2])
-    cpu::Gemm<T>(cpu::Trans::kNo, cpu::Trans::kNo, N_, static_dim_, gates, T(1), gs_diff,
-                 blobs_[2]->cpu_data<T>(), T(0), bottom[2]->mutable_cpu_diff<T>());
+    Ops::Gemm(cpu::Trans::kNo, cpu::Trans::kNo, N_, static_dim_, gates, T(1), gs_diff,
+              Ops::template Data<T>(*blobs_[2]), T(0), Ops::template MutableDiff<T>(bottom[2]));
+}
+
+void RecurrentLayer::CheckPropagateDown(const std::vector<bool>& propagate_down) const {
+  if (propagate_down[1])
+    throw ConfigError(ErrorPrefix() +
+                      "cannot backpropagate to the sequence indicators (bottom[1])");
 }
 
 template <typename T>
@@ -174,14 +178,19 @@ void RecurrentLayer::LogSteps(const char* what, const T* data, int64_t step_coun
   }
 }
 
-#define CREMA_INSTANTIATE_RECURRENT(T)                                           \
-  template void RecurrentLayer::SetFinalState<T>(const BlobVec&, int, const T*); \
-  template void RecurrentLayer::InputTransform<T>(const BlobVec&, T*, T*);       \
-  template void RecurrentLayer::InputTransformBackward<T>(                       \
-      const BlobVec&, const std::vector<bool>&, const T*, const T*);             \
-  template void RecurrentLayer::LogSteps<T>(const char*, const T*, int64_t) const;
-CREMA_INSTANTIATE_RECURRENT(float)
-CREMA_INSTANTIATE_RECURRENT(double)
-#undef CREMA_INSTANTIATE_RECURRENT
+#define CREMA_INSTANTIATE_RECURRENT_OPS(T, Ops)                                       \
+  template void RecurrentLayer::SetFinalState<T, Ops>(const BlobVec&, int, const T*); \
+  template void RecurrentLayer::InputTransform<T, Ops>(const BlobVec&, T*, T*);       \
+  template void RecurrentLayer::InputTransformBackward<T, Ops>(                       \
+      const BlobVec&, const std::vector<bool>&, const T*, const T*);
+CREMA_INSTANTIATE_RECURRENT_OPS(float, recurrent::CpuOps)
+CREMA_INSTANTIATE_RECURRENT_OPS(double, recurrent::CpuOps)
+#ifdef CREMA_WITH_CUDA
+CREMA_INSTANTIATE_RECURRENT_OPS(float, recurrent::GpuOps)
+CREMA_INSTANTIATE_RECURRENT_OPS(double, recurrent::GpuOps)
+#endif
+#undef CREMA_INSTANTIATE_RECURRENT_OPS
+template void RecurrentLayer::LogSteps<float>(const char*, const float*, int64_t) const;
+template void RecurrentLayer::LogSteps<double>(const char*, const double*, int64_t) const;
 
 }  // namespace crema

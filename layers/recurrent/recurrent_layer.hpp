@@ -57,19 +57,24 @@ class RecurrentLayer : public Layer {
   const Blob& InitialState(const BlobVec& bottom, int k) const {
     return NumExposed() > 0 ? *bottom[2 + static_input_ + k] : *carried_[k];
   }
+  // The steps below are templates over a device policy (recurrent_ops.hpp: CpuOps, GpuOps),
+  // instantiated for both in recurrent_layer.cpp.
   // Stores the final state k (1 x N x H values): into the exposed top, or carried to the next
   // Forward.
-  template <typename T>
+  template <typename T, typename Ops>
   void SetFinalState(const BlobVec& top, int k, const T* state);
   // gx (T*N x G) = x W_x^T + b; gs (N x G) = x_static W_x_static^T when there is a static input.
-  template <typename T>
+  template <typename T, typename Ops>
   void InputTransform(const BlobVec& bottom, T* gx, T* gs);
   // Given the gradients of gx and gs, accumulates the param diffs and writes the x (and x_static)
   // diffs where propagate_down asks.
-  template <typename T>
+  template <typename T, typename Ops>
   void InputTransformBackward(const BlobVec& bottom, const std::vector<bool>& propagate_down,
                               const T* gx_diff, const T* gs_diff);
-  // Logs the mean |value| of each step of a (T x N x ...) buffer (recurrent_param.debug_info).
+  // Throws when Backward is asked for the gradient of the sequence indicators.
+  void CheckPropagateDown(const std::vector<bool>& propagate_down) const;
+  // Logs the mean |value| of each step of a (T x N x ...) host buffer (recurrent_param.debug_info;
+  // GPU runs pass the blob's cpu_data, copied back for the log).
   template <typename T>
   void LogSteps(const char* what, const T* data, int64_t step_count) const;
 

@@ -29,9 +29,11 @@ class RNNLayer final : public RecurrentLayer {
                    const BlobVec& bottom) override;
 
  private:
-  template <typename T>
+  // The steps, over a device policy (recurrent_ops.hpp): CpuOps for ForwardCpu/BackwardCpu,
+  // GpuOps for ForwardGpu/BackwardGpu (rnn_layer.cu).
+  template <typename T, typename Ops>
   void Forward(const BlobVec& bottom, const BlobVec& top);
-  template <typename T>
+  template <typename T, typename Ops>
   void Backward(const BlobVec& top, const std::vector<bool>& propagate_down, const BlobVec& bottom);
 
   Blob gx_;        // T x N x H: W_xh x_t + b_h, then its gradient
@@ -40,6 +42,8 @@ class RNNLayer final : public RecurrentLayer {
   Blob h_conted_;  // T x N x H: cont_t h_{t-1}
   Blob o_;         // T x N x H
   Blob step_;      // scratch: 3 x N x H
+
+  CREMA_LAYER_GPU_KERNELS;
 };
 
 }  // namespace crema

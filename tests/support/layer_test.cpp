@@ -16,7 +16,12 @@ constexpr uint32_t kSeed = 1701;
 void FillBottom(const LayerCase& c, int index, Blob* blob) {
   Blob values(blob->shape(), DataType::kFloat64);
   const int num_classes = c.NumClasses(index);
-  if (num_classes > 0)
+  if (const std::vector<double>* fixed = c.FixedValues(index)) {
+    EXPECT_EQ(static_cast<int64_t>(fixed->size()), blob->count()) << "Values() of bottom " << index;
+    double* data = values.mutable_cpu_data<double>();
+    for (int64_t i = 0; i < values.count(); ++i)
+      data[i] = i < static_cast<int64_t>(fixed->size()) ? (*fixed)[i] : 0.0;
+  } else if (num_classes > 0)
     FillInteger(&values, num_classes, kSeed + index);
   else
     FillUniform(&values, c.range_lo, c.range_hi, kSeed + index);
@@ -59,6 +64,12 @@ int LayerCase::NumClasses(int bottom) const {
   return 0;
 }
 
+const std::vector<double>* LayerCase::FixedValues(int bottom) const {
+  for (const auto& [index, values] : fixed_values)
+    if (index == bottom) return &values;
+  return nullptr;
+}
+
 GradientCheckOptions LayerCase::CheckOptions() const {
   GradientCheckOptions options;
   options.stepsize = stepsize;
@@ -88,8 +99,10 @@ std::string LayerCaseName(const ::testing::TestParamInfo<LayerCase>& info) {
 }
 
 void LayerInstance::Forward() {
-  SetRandomSeed(kSeed);
-  layer->Forward(bottom, top);
+  for (int i = 0; i < forwards; ++i) {
+    SetRandomSeed(kSeed);
+    layer->Forward(bottom, top);
+  }
 }
 
 void LayerInstance::Backward(const LayerCase& c, const std::vector<std::vector<double>>& weights) {
@@ -119,6 +132,7 @@ LayerParameter MakeLayerParam(const std::string& type, const LayerCase& c) {
 LayerInstance MakeLayerFrom(const LayerParameter& param, const LayerCase& c, DataType dtype,
                             const Device& device, bool in_place) {
   LayerInstance instance;
+  instance.forwards = c.forwards;
   instance.layer = LayerRegistry::Create(param);
   instance.layer->set_dtype(dtype);
   instance.layer->set_device(device);

@@ -60,6 +60,17 @@ struct LayerCase {
     integer_bottoms.push_back({bottom, num_classes});
     return NoGradient(bottom);
   }
+  // Bottom `bottom` holds `values` (row-major) instead of random ones, e.g. sequence indicators.
+  LayerCase& Values(int bottom, std::vector<double> values) {
+    fixed_values.push_back({bottom, std::move(values)});
+    return *this;
+  }
+  // LayerInstance::Forward runs Forward `n` times before the tops are compared, for layers that
+  // carry state from one Forward to the next (RNN, LSTM). The gradient checks do not use it.
+  LayerCase& Forwards(int n) {
+    forwards = n;
+    return *this;
+  }
   LayerCase& NoGradient(int bottom) {
     no_gradient_bottoms.push_back(bottom);
     return *this;
@@ -113,6 +124,8 @@ struct LayerCase {
   bool IsNoGradient(int bottom) const;
   // Number of classes of an Integer() bottom, or 0.
   int NumClasses(int bottom) const;
+  // The Values() of a bottom, or null.
+  const std::vector<double>* FixedValues(int bottom) const;
   GradientCheckOptions CheckOptions() const;
 
   std::string param_text;
@@ -122,6 +135,8 @@ struct LayerCase {
   double range_lo = -1.0;
   double range_hi = 1.0;
   std::vector<std::pair<int, int>> integer_bottoms;
+  std::vector<std::pair<int, std::vector<double>>> fixed_values;
+  int forwards = 1;
   std::vector<int> no_gradient_bottoms;
   int num_tops = 1;
   ::crema::Phase phase = ::crema::TRAIN;
@@ -145,7 +160,8 @@ struct LayerInstance {
   std::vector<std::unique_ptr<Blob>> blobs;  // owns bottoms and tops
   BlobVec bottom;
   BlobVec top;
-  // Forward with the random seed reset first.
+  int forwards = 1;  // LayerCase::Forwards
+  // Forward with the random seed reset first (`forwards` times).
   void Forward();
   // Writes `weights` into the top diffs, zeroes bottom and param diffs (except bottoms that are
   // tops), and runs Backward for the case's gradient bottoms.
