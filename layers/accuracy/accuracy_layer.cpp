@@ -58,7 +58,7 @@ void AccuracyLayer::Forward(const BlobVec& bottom, const BlobVec& top) {
   for (int64_t i = 0; i < outer_num_; ++i) {
     for (int64_t j = 0; j < inner_num_; ++j) {
       const int64_t index = i * inner_num_ + j;
-      const int label_value = static_cast<int>(label[index]);
+      const int label_value = LabelIndex(label[index]);
       if (has_ignore_label_ && label_value == ignore_label_) continue;
       if (label_value < 0 || label_value >= num_labels)
         throw RuntimeError(ErrorPrefix() + StrCat("label ", label[index], " at position ", index,

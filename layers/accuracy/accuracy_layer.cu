@@ -19,7 +19,7 @@ template <typename T>
 __global__ void ItemAccuracy(Geometry g, const T* data, const T* label, double* correct,
                              double* counted, double* bad) {
   CREMA_CUDA_KERNEL_LOOP(index, g.items) {
-    const int l = static_cast<int>(label[index]);
+    const int l = LabelIndex(label[index]);
     correct[index] = 0;
     counted[index] = 0;
     if (g.has_ignore && l == g.ignore) continue;
@@ -45,7 +45,7 @@ __global__ void ClassAccuracy(Geometry g, const T* label, const double* correct,
     int64_t items = 0;
     double hits = 0;
     for (int64_t i = 0; i < g.items; ++i) {
-      if (counted[i] == 0 || static_cast<int>(label[i]) != c) continue;
+      if (counted[i] == 0 || LabelIndex(label[i]) != c) continue;
       ++items;
       hits += correct[i];
     }

@@ -2,6 +2,7 @@
 
 #include <gtest/gtest.h>
 
+#include <cmath>
 #include <string>
 #include <tuple>
 #include <vector>
@@ -105,6 +106,8 @@ TEST_P(AccuracyValues, LabelOutOfRangeNamesTheFirst) {
               std::string::npos)
         << e.what();
   }
+  // NaN is no class (the GPU's plain cast would make it class 0).
+  EXPECT_THROW(Run("", 1, {0, std::nan(""), 1, 0}), RuntimeError);
 }
 
 INSTANTIATE_TEST_SUITE_P(Types, AccuracyValues,

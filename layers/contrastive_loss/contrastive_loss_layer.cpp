@@ -48,7 +48,7 @@ void ContrastiveLossLayer::Forward(const BlobVec& bottom, const BlobVec& top) {
   T loss = 0;
   for (int i = 0; i < num; ++i) {
     dist_sq[i] = cpu::Dot<T>(channels, diff + i * channels, diff + i * channels);
-    if (static_cast<int>(similar[i]) != 0) {
+    if (LabelIndex(similar[i]) != 0) {
       loss += dist_sq[i];
     } else if (legacy) {
       loss += std::max(margin - dist_sq[i], T(0));
@@ -78,7 +78,7 @@ void ContrastiveLossLayer::Backward(const BlobVec& top, const std::vector<bool>&
     for (int j = 0; j < num; ++j) {
       T* out = bottom_diff + j * channels;
       const T* d = diff + j * channels;
-      if (static_cast<int>(similar[j]) != 0) {
+      if (LabelIndex(similar[j]) != 0) {
         cpu::Scale<T>(channels, alpha, d, out);
         continue;
       }

@@ -12,7 +12,7 @@ template <typename T>
 __global__ void PairTerms(int num, const T* dist_sq, const T* similar, T margin, bool legacy,
                           T* term) {
   CREMA_CUDA_KERNEL_LOOP(i, num) {
-    if (static_cast<int>(similar[i]) != 0) {
+    if (LabelIndex(similar[i]) != 0) {
       term[i] = dist_sq[i];
     } else if (legacy) {
       term[i] = max(margin - dist_sq[i], T(0));
@@ -29,7 +29,7 @@ __global__ void PairGradients(int64_t count, int channels, const T* diff, const 
                               const T* similar, T margin, bool legacy, T alpha, T* out) {
   CREMA_CUDA_KERNEL_LOOP(i, count) {
     const int64_t j = i / channels;
-    if (static_cast<int>(similar[j]) != 0) {
+    if (LabelIndex(similar[j]) != 0) {
       out[i] = alpha * diff[i];
       continue;
     }

@@ -1,13 +1,6 @@
 #pragma once
+#include "core/host_device.hpp"
 #include "crema/layer.hpp"
-
-#ifndef CREMA_HOST_DEVICE
-#ifdef __CUDACC__
-#define CREMA_HOST_DEVICE __host__ __device__
-#else
-#define CREMA_HOST_DEVICE
-#endif
-#endif
 
 namespace crema {
 

@@ -2,13 +2,8 @@
 #include <cstdint>
 #include <vector>
 
+#include "core/host_device.hpp"
 #include "crema/layer.hpp"
-
-#ifdef __CUDACC__
-#define CREMA_HOST_DEVICE __host__ __device__
-#else
-#define CREMA_HOST_DEVICE
-#endif
 
 namespace crema {
 

@@ -11,7 +11,7 @@ __global__ void HingeMargins(int64_t count, int64_t dim, const T* x, const T* la
                              T* bad) {
   CREMA_CUDA_KERNEL_LOOP(i, count) {
     const int64_t k = i % dim;
-    const int l = static_cast<int>(label[i / dim]);
+    const int l = LabelIndex(label[i / dim]);
     if (l < 0 || l >= dim) *bad = T(1);
     const T v = k == l ? -x[i] : x[i];
     margin[i] = max(T(0), T(1) + v);
@@ -24,7 +24,7 @@ __global__ void HingeBackward(int64_t count, int64_t dim, const T* label, const 
                               T scale, T two_scale, T* dx) {
   CREMA_CUDA_KERNEL_LOOP(i, count) {
     const T d = l2 ? two_scale * margin[i] : (margin[i] > 0 ? scale : T(0));
-    dx[i] = i % dim == static_cast<int>(label[i / dim]) ? -d : d;
+    dx[i] = i % dim == LabelIndex(label[i / dim]) ? -d : d;
   }
 }
 

@@ -1,4 +1,5 @@
 #pragma once
+#include "core/host_device.hpp"
 #include "crema/layer.hpp"
 
 namespace crema {

@@ -101,7 +101,7 @@ double InfogainLossLayer::Normalizer(int64_t valid_count) const {
 }
 
 int InfogainLossLayer::Label(double value, int64_t index) const {
-  const int label = static_cast<int>(value);
+  const int label = LabelIndex(value);
   if (label < 0 || label >= num_labels_)
     throw RuntimeError(
         ErrorPrefix() +
@@ -122,7 +122,7 @@ void InfogainLossLayer::Forward(const BlobVec& bottom, const BlobVec& top) {
   for (int64_t i = 0; i < outer_num_; ++i) {
     for (int64_t j = 0; j < inner_num_; ++j) {
       const int64_t index = i * inner_num_ + j;
-      if (has_ignore_label_ && static_cast<int>(label[index]) == ignore_label_) continue;
+      if (has_ignore_label_ && LabelIndex(label[index]) == ignore_label_) continue;
       const int l = Label(label[index], index);
       for (int k = 0; k < num_labels_; ++k) {
         const double p =
@@ -150,7 +150,7 @@ void InfogainLossLayer::Backward(const BlobVec& top, const BlobVec& bottom) {
   for (int64_t i = 0; i < outer_num_; ++i) {
     for (int64_t j = 0; j < inner_num_; ++j) {
       const int64_t index = i * inner_num_ + j;
-      if (has_ignore_label_ && static_cast<int>(label[index]) == ignore_label_) {
+      if (has_ignore_label_ && LabelIndex(label[index]) == ignore_label_) {
         for (int k = 0; k < num_labels_; ++k) bottom_diff[i * dim + k * inner_num_ + j] = 0;
         continue;
       }

@@ -20,7 +20,7 @@ template <typename T>
 __global__ void ItemLosses(Geometry g, const T* prob, const T* label, const T* infogain,
                            double* loss, double* counts, double* bad) {
   CREMA_CUDA_KERNEL_LOOP(index, g.items) {
-    const int l = static_cast<int>(label[index]);
+    const int l = LabelIndex(label[index]);
     loss[index] = 0;
     counts[index] = 0;
     if (g.has_ignore && l == g.ignore) continue;
@@ -53,7 +53,7 @@ template <typename T>
 __global__ void ItemGradients(Geometry g, const T* prob, const T* label, const T* infogain,
                               const T* row_sums, T* dx, double* counts) {
   CREMA_CUDA_KERNEL_LOOP(index, g.items) {
-    const int l = static_cast<int>(label[index]);
+    const int l = LabelIndex(label[index]);
     const int64_t first = (index / g.inner) * g.num_labels * g.inner + index % g.inner;
     const bool counted = !(g.has_ignore && l == g.ignore) && l >= 0 && l < g.num_labels;
     counts[index] = counted ? 1 : 0;

@@ -1,6 +1,7 @@
 #pragma once
 #include <memory>
 
+#include "core/host_device.hpp"
 #include "crema/layer.hpp"
 
 namespace crema {

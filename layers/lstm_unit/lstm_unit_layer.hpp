@@ -2,15 +2,8 @@
 #include <cmath>
 #include <cstdint>
 
+#include "core/host_device.hpp"
 #include "crema/layer.hpp"
-
-#ifndef CREMA_HOST_DEVICE
-#ifdef __CUDACC__
-#define CREMA_HOST_DEVICE __host__ __device__
-#else
-#define CREMA_HOST_DEVICE
-#endif
-#endif
 
 namespace crema {
 
@@ -110,6 +103,16 @@ void Backward(int num, int dim, const T* c_prev, const T* x, const T* cont, cons
     for (int d = 0; d < dim; ++d)
       BackwardAt(n, dim, d, c_prev, x, cont, c, c_diff, h_diff, c_prev_diff, x_diff);
 }
+
+#ifdef CREMA_WITH_CUDA
+// Forward and Backward on the device (lstm_unit_layer.cu), one thread per cell running
+// ForwardAt/BackwardAt, on the crema stream; device pointers. Used by LSTMUnit and LSTM.
+template <typename T>
+void ForwardGpu(int num, int dim, const T* c_prev, const T* x, const T* cont, T* c, T* h);
+template <typename T>
+void BackwardGpu(int num, int dim, const T* c_prev, const T* x, const T* cont, const T* c,
+                 const T* c_diff, const T* h_diff, T* c_prev_diff, T* x_diff);
+#endif
 
 }  // namespace lstm_unit
 }  // namespace crema

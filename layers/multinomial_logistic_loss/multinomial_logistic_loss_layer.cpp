@@ -26,7 +26,7 @@ void MultinomialLogisticLossLayer::Reshape(const BlobVec& bottom, const BlobVec&
 }
 
 int MultinomialLogisticLossLayer::Label(double value, int64_t index, int64_t dim) const {
-  const int label = static_cast<int>(value);
+  const int label = LabelIndex(value);
   if (label < 0 || label >= dim)
     throw RuntimeError(ErrorPrefix() + StrCat("label ", value, " at position ", index,
                                               " is outside [0, ", dim, ")"));

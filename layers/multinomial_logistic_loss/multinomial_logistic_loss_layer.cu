@@ -12,7 +12,7 @@ template <typename T>
 __global__ void ItemLosses(int64_t num, int64_t dim, const T* prob, const T* label, double* loss,
                            double* bad) {
   CREMA_CUDA_KERNEL_LOOP(n, num) {
-    const int l = static_cast<int>(label[n]);
+    const int l = LabelIndex(label[n]);
     if (l < 0 || l >= dim) {
       *bad = 1;
       loss[n] = 0;
@@ -26,7 +26,7 @@ template <typename T>
 __global__ void ItemGradients(int64_t num, int64_t dim, const T* prob, const T* label, T scale,
                               T* dx) {
   CREMA_CUDA_KERNEL_LOOP(n, num) {
-    const int l = static_cast<int>(label[n]);
+    const int l = LabelIndex(label[n]);
     if (l < 0 || l >= dim) continue;
     const int64_t at = n * dim + l;
     dx[at] = scale / max(prob[at], static_cast<T>(kLogThreshold));

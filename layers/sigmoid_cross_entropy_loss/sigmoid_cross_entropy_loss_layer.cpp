@@ -49,7 +49,7 @@ void SigmoidCrossEntropyLossLayer::Forward(const BlobVec& bottom, const BlobVec&
   double loss = 0;
   int64_t valid = 0;
   for (int64_t i = 0; i < count; ++i) {
-    if (has_ignore_label_ && static_cast<int>(target[i]) == ignore_label_) continue;
+    if (has_ignore_label_ && LabelIndex(target[i]) == ignore_label_) continue;
     const double x = input[i];
     const double positive = x >= 0 ? 1.0 : 0.0;
     loss -= x * (target[i] - positive) - std::log1p(std::exp(x - 2 * x * positive));
@@ -67,7 +67,7 @@ void SigmoidCrossEntropyLossLayer::Backward(const BlobVec& top, const BlobVec& b
   const T scale = static_cast<T>(top[0]->cpu_diff<T>()[0] / normalizer_);
   const int64_t count = bottom[0]->count();
   for (int64_t i = 0; i < count; ++i) {
-    if (has_ignore_label_ && static_cast<int>(target[i]) == ignore_label_) {
+    if (has_ignore_label_ && LabelIndex(target[i]) == ignore_label_) {
       bottom_diff[i] = 0;
       continue;
     }

@@ -9,7 +9,7 @@ template <typename T>
 __global__ void ElementLosses(int64_t count, const T* input, const T* target, bool has_ignore,
                               int ignore, double* loss, double* counts) {
   CREMA_CUDA_KERNEL_LOOP(i, count) {
-    if (has_ignore && static_cast<int>(target[i]) == ignore) {
+    if (has_ignore && LabelIndex(target[i]) == ignore) {
       loss[i] = 0;
       counts[i] = 0;
     } else {
@@ -25,7 +25,7 @@ template <typename T>
 __global__ void ElementGradients(int64_t count, const T* input, const T* target, bool has_ignore,
                                  int ignore, T scale, T* dx) {
   CREMA_CUDA_KERNEL_LOOP(i, count) {
-    if (has_ignore && static_cast<int>(target[i]) == ignore) {
+    if (has_ignore && LabelIndex(target[i]) == ignore) {
       dx[i] = 0;
     } else {
       const T sigmoid = T(0.5) * tanh(T(0.5) * input[i]) + T(0.5);

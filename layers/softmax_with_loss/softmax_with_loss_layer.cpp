@@ -76,7 +76,7 @@ void SoftmaxWithLossLayer::Forward(const BlobVec& bottom, const BlobVec& top) {
   for (int64_t i = 0; i < outer_num_; ++i) {
     for (int64_t j = 0; j < inner_num_; ++j) {
       const int64_t index = i * inner_num_ + j;
-      const int label_value = static_cast<int>(label[index]);
+      const int label_value = LabelIndex(label[index]);
       if (has_ignore_label_ && label_value == ignore_label_) continue;
       if (label_value < 0 || label_value >= channels) BadLabel(index, label[index]);
       const T p = prob_data[i * dim + label_value * inner_num_ + j];
@@ -99,7 +99,7 @@ void SoftmaxWithLossLayer::Backward(const BlobVec& top, const BlobVec& bottom) {
   for (int64_t i = 0; i < outer_num_; ++i) {
     for (int64_t j = 0; j < inner_num_; ++j) {
       const int64_t index = i * inner_num_ + j;
-      const int label_value = static_cast<int>(label[index]);
+      const int label_value = LabelIndex(label[index]);
       if (has_ignore_label_ && label_value == ignore_label_) {
         for (int64_t c = 0; c < channels; ++c) bottom_diff[i * dim + c * inner_num_ + j] = 0;
         continue;

@@ -14,7 +14,7 @@ __global__ void LossForward(int64_t n, int64_t channels, int64_t inner, const T*
   CREMA_CUDA_KERNEL_LOOP(index, n) {
     const int64_t i = index / inner;
     const int64_t j = index % inner;
-    const int value = static_cast<int>(label[index]);
+    const int value = LabelIndex(label[index]);
     if ((has_ignore && value == ignore) || value < 0 || value >= channels) {
       if (!(has_ignore && value == ignore)) *bad = static_cast<double>(index + 1);
       loss[index] = 0;
@@ -33,7 +33,7 @@ __global__ void LossBackward(int64_t n, int64_t channels, int64_t inner, const T
   CREMA_CUDA_KERNEL_LOOP(index, n) {
     const int64_t i = index / inner;
     const int64_t j = index % inner;
-    const int value = static_cast<int>(label[index]);
+    const int value = LabelIndex(label[index]);
     if ((has_ignore && value == ignore) || value < 0 || value >= channels) {
       for (int64_t c = 0; c < channels; ++c) dx[(i * channels + c) * inner + j] = 0;
       counts[index] = 0;

@@ -157,7 +157,8 @@ TEST(SoftmaxWithLossLayer, AllIgnoredGivesZeroLoss) {
 }
 
 TEST(SoftmaxWithLossLayer, LabelOutOfRangeIsRuntimeError) {
-  for (double bad : {3.0, -1.0}) {
+  // NaN and values beyond int's range are out of range too (not class 0 or an ignored label).
+  for (double bad : {3.0, -1.0, std::nan(""), 1e10, -4294967041.0}) {
     auto layer = CreateLayer("type: 'SoftmaxWithLoss' loss_param { ignore_label: 255 }");
     auto scores = MakeBlob({2, 3}, {1, 2, 3, 4, 5, 6});
     auto labels = MakeBlob({2}, {0, bad});
