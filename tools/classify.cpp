@@ -407,7 +407,8 @@ int RunClassify(const std::vector<std::string>& args) {
   if (FLAGS_batch < 0) CREMA_THROW_CONFIG("--batch must be positive, got ", FLAGS_batch);
   const std::vector<std::string> paths = ImagePaths(args);
 
-  std::unique_ptr<Net> net = Net::FromFile(FLAGS_model, TEST, 0, {}, DeviceFromFlags());
+  std::unique_ptr<Net> net = Net::FromFile(FLAGS_model, TEST, 0, {}, DeviceFromFlags(),
+                                           MemoryPlanFromFlag(MemoryPlan::kInference));
   for (const std::string& weights : SplitList(FLAGS_weights)) net->CopyTrainedLayersFrom(weights);
   if (net->input_blobs().size() != 1 || net->input_blobs()[0]->num_axes() != 4)
     CREMA_THROW_CONFIG(FLAGS_model,

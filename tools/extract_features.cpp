@@ -231,6 +231,8 @@ int RunExtractFeatures(const std::vector<std::string>& args) {
       CREMA_THROW_CONFIG("--blobs: blob \"", blob, "\" has ", net->blob_by_name(blob)->num_axes(),
                          " axes; a Datum holds at most 4: use --format npy or hdf5");
   }
+  // Only the extracted blobs are read: the rest may share memory.
+  net->SetMemoryPlan(MemoryPlanFromFlag(MemoryPlan::kInference), blobs);
   std::set<std::string> datasets;
   for (const std::string& blob : blobs)
     if (format == Format::kHdf5 && !datasets.insert(SafeName(blob)).second)

@@ -63,8 +63,9 @@ int RunForward(const std::vector<std::string>& args) {
   RequireFlag("output_dir", FLAGS_output_dir);
   const Device device = DeviceFromFlags();
   const Phase phase = PhaseFromFlag(TEST);
-  std::unique_ptr<Net> net =
-      Net::FromFile(FLAGS_model, phase, FLAGS_level, StagesFromFlag(), device);
+  std::unique_ptr<Net> net = Net::FromFile(
+      FLAGS_model, phase, FLAGS_level, StagesFromFlag(), device,
+      FLAGS_all_blobs ? MemoryPlan::kOff : MemoryPlanFromFlag(MemoryPlan::kInference));
   for (const std::string& weights : SplitList(FLAGS_weights)) net->CopyTrainedLayersFrom(weights);
 
   std::string input_names;

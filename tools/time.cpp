@@ -85,6 +85,7 @@ std::unique_ptr<Solver> TimingSolver(const Device& device) {
   SolverOptions options;
   options.device = device;
   options.source = source;
+  options.train_net_memory_plan = MemoryPlanFromFlag(MemoryPlan::kTraining);
   return Solver::Create(param, options);
 }
 
@@ -105,7 +106,9 @@ int RunTime(const std::vector<std::string>& args) {
   if (!FLAGS_solver.empty()) {
     solver = TimingSolver(device);
   } else {
-    own_net = Net::FromFile(FLAGS_model, phase, FLAGS_level, StagesFromFlag(), device);
+    own_net = Net::FromFile(
+        FLAGS_model, phase, FLAGS_level, StagesFromFlag(), device,
+        MemoryPlanFromFlag(phase == TEST ? MemoryPlan::kInference : MemoryPlan::kTraining));
   }
   Net* net = solver ? solver->net() : own_net.get();
   const bool train = phase == TRAIN;

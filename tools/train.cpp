@@ -229,6 +229,8 @@ int TrainOnThisRank() {
   SolverOptions options;
   options.device = TrainDevice(param);
   options.source = source;
+  options.train_net_memory_plan = MemoryPlanFromFlag(MemoryPlan::kTraining);
+  options.test_net_memory_plan = MemoryPlanFromFlag(MemoryPlan::kInference);
   options.progress =
       dist::IsRoot() && LiveProgress() && (FLAGS_progress == "on" || FLAGS_log_dir.empty());
   // The progress line replaces the INFO log on the terminal (warnings and errors still show);
