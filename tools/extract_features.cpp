@@ -306,6 +306,6 @@ CREMA_REGISTER_VERB(
     "  hdf5: DIR/features.h5 with one float32 dataset per blob, shaped as the .npy.\n"
     "Blob names become file names with characters outside [A-Za-z0-9_.-] replaced by '~'.\n"
     "Existing outputs are not overwritten; a failure leaves nothing under their names.",
-    {"model", "weights", "blobs", "iterations", "output", "format", "phase", "stage", "level",
-     "gpu", "math", "cudnn_workspace_mb", "deterministic"},
+    {"memory_plan", "model", "weights", "blobs", "iterations", "output", "format", "phase", "stage",
+     "level", "gpu", "math", "cudnn_workspace_mb", "deterministic"},
     &crema::cli::RunExtractFeatures);

@@ -81,6 +81,6 @@ CREMA_REGISTER_VERB(test, "test", "score a trained net: average its outputs over
                     "every output per batch and prints the mean of each output element as "
                     "`name = value` lines on stdout; a loss output also shows its weighted value, "
                     "e.g. `loss = 0.31 (* 1 = 0.31 loss)`, as Caffe's `caffe test` does.",
-                    {"model", "weights", "iterations", "gpu", "math", "cudnn_workspace_mb",
-                     "deterministic", "check_nan", "phase", "stage", "level"},
+                    {"memory_plan", "model", "weights", "iterations", "gpu", "math",
+                     "cudnn_workspace_mb", "deterministic", "check_nan", "phase", "stage", "level"},
                     &crema::cli::RunTest);

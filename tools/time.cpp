@@ -252,6 +252,6 @@ CREMA_REGISTER_VERB(
     "its lr, momentum and weight decay; else data -= diff), in phase TEST an inference pass "
     "(forward only). Last come the CPU threads (--threads, else OMP_NUM_THREADS, sets both "
     "crema's and OpenBLAS's) and the peak resident memory of the process.",
-    {"model", "solver", "iterations", "seconds", "threads", "gpu", "math", "cudnn_workspace_mb",
-     "deterministic", "phase", "stage", "level"},
+    {"memory_plan", "model", "solver", "iterations", "seconds", "threads", "gpu", "math",
+     "cudnn_workspace_mb", "deterministic", "phase", "stage", "level"},
     &crema::cli::RunTime);
