@@ -407,7 +407,8 @@ int RunClassify(const std::vector<std::string>& args) {
   if (FLAGS_batch < 0) CREMA_THROW_CONFIG("--batch must be positive, got ", FLAGS_batch);
   const std::vector<std::string> paths = ImagePaths(args);
 
-  std::unique_ptr<Net> net = Net::FromFile(FLAGS_model, TEST, 0, {}, DeviceFromFlags());
+  std::unique_ptr<Net> net = Net::FromFile(FLAGS_model, TEST, 0, {}, DeviceFromFlags(),
+                                           MemoryPlanFromFlag(MemoryPlan::kInference));
   for (const std::string& weights : SplitList(FLAGS_weights)) net->CopyTrainedLayersFrom(weights);
   if (net->input_blobs().size() != 1 || net->input_blobs()[0]->num_axes() != 4)
     CREMA_THROW_CONFIG(FLAGS_model,
@@ -522,7 +523,7 @@ CREMA_REGISTER_VERB(
     "C, \"label\": L, \"prob\": p}, ...]}. An image that cannot be read gets one row with its "
     "error (CSV: path and error only; JSON: {\"path\": P, \"error\": E}), the others go on, and "
     "the exit code is 1 at the end. On a terminal a progress bar is drawn on stderr.",
-    {"model", "weights", "mean_file", "mean_values", "scale", "raw_scale", "channel_swap", "labels",
-     "top_k", "batch", "gpu", "resize", "interpolation", "center_crop", "format", "out", "list",
-     "dir"},
+    {"memory_plan", "model", "weights", "mean_file", "mean_values", "scale", "raw_scale",
+     "channel_swap", "labels", "top_k", "batch", "gpu", "resize", "interpolation", "center_crop",
+     "format", "out", "list", "dir"},
     &crema::cli::RunClassify);

@@ -231,6 +231,8 @@ int RunExtractFeatures(const std::vector<std::string>& args) {
       CREMA_THROW_CONFIG("--blobs: blob \"", blob, "\" has ", net->blob_by_name(blob)->num_axes(),
                          " axes; a Datum holds at most 4: use --format npy or hdf5");
   }
+  // Only the extracted blobs are read: the rest may share memory.
+  net->SetMemoryPlan(MemoryPlanFromFlag(MemoryPlan::kInference), blobs);
   std::set<std::string> datasets;
   for (const std::string& blob : blobs)
     if (format == Format::kHdf5 && !datasets.insert(SafeName(blob)).second)
@@ -304,6 +306,6 @@ CREMA_REGISTER_VERB(
     "  hdf5: DIR/features.h5 with one float32 dataset per blob, shaped as the .npy.\n"
     "Blob names become file names with characters outside [A-Za-z0-9_.-] replaced by '~'.\n"
     "Existing outputs are not overwritten; a failure leaves nothing under their names.",
-    {"model", "weights", "blobs", "iterations", "output", "format", "phase", "stage", "level",
-     "gpu", "math", "cudnn_workspace_mb", "deterministic"},
+    {"memory_plan", "model", "weights", "blobs", "iterations", "output", "format", "phase", "stage",
+     "level", "gpu", "math", "cudnn_workspace_mb", "deterministic"},
     &crema::cli::RunExtractFeatures);

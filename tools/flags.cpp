@@ -57,6 +57,10 @@ DEFINE_string(progress, "auto",
               "auto: a live progress line when stdout is a terminal (train: iteration, smoothed "
               "loss, lr, it/s, ETA instead of the INFO log, unless --log_dir is set; convert-*: "
               "count, images/s, ETA instead of the periodic 'processed N files' lines); on; off.");
+DEFINE_bool(memory_plan, true,
+            "test, time, classify, forward, extract-features, train: plan the activation memory "
+            "(intermediate blobs whose lifetimes do not overlap share buffers; the outputs read "
+            "are unchanged). --memory-plan=false gives every blob its own memory.");
 DEFINE_string(backend, "lmdb", "The database backend: lmdb (leveldb where supported).");
 
 namespace crema::cli {
@@ -80,6 +84,10 @@ std::vector<std::string> SplitList(const std::string& text, char separator) {
   }
   if (!cur.empty()) parts.push_back(cur);
   return parts;
+}
+
+MemoryPlan MemoryPlanFromFlag(MemoryPlan planned) {
+  return FLAGS_memory_plan ? planned : MemoryPlan::kOff;
 }
 
 void RequireFlag(const char* name, const std::string& value) {

@@ -6,6 +6,7 @@
 #include <vector>
 
 #include "crema/device.hpp"
+#include "crema/net.hpp"
 #include "crema/proto.hpp"
 
 DECLARE_string(solver);
@@ -27,6 +28,7 @@ DECLARE_bool(check_nan);
 DECLARE_string(backend);
 DECLARE_string(set);
 DECLARE_string(progress);
+DECLARE_bool(memory_plan);
 
 namespace crema::cli {
 
@@ -47,6 +49,8 @@ std::vector<std::string> RepeatedFlagValues(const std::string& value);
 // --progress auto|on|off (ConfigError otherwise): whether to draw a live line on stdout (on, or
 // auto with stdout a terminal).
 bool LiveProgress();
+// --memory-plan: `planned` (the verb's plan when it reads only net outputs), or kOff.
+MemoryPlan MemoryPlanFromFlag(MemoryPlan planned);
 // ConfigError "--NAME is required" when the flag is empty.
 void RequireFlag(const char* name, const std::string& value);
 

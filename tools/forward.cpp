@@ -63,8 +63,9 @@ int RunForward(const std::vector<std::string>& args) {
   RequireFlag("output_dir", FLAGS_output_dir);
   const Device device = DeviceFromFlags();
   const Phase phase = PhaseFromFlag(TEST);
-  std::unique_ptr<Net> net =
-      Net::FromFile(FLAGS_model, phase, FLAGS_level, StagesFromFlag(), device);
+  std::unique_ptr<Net> net = Net::FromFile(
+      FLAGS_model, phase, FLAGS_level, StagesFromFlag(), device,
+      FLAGS_all_blobs ? MemoryPlan::kOff : MemoryPlanFromFlag(MemoryPlan::kInference));
   for (const std::string& weights : SplitList(FLAGS_weights)) net->CopyTrainedLayersFrom(weights);
 
   std::string input_names;
@@ -123,6 +124,6 @@ CREMA_REGISTER_VERB(forward, "forward",
                     "order, or .binaryproto), the net is reshaped and run forward once, and each "
                     "net output (every blob with --all_blobs) is written as DIR/<blob>.npy "
                     "(float32; characters outside [A-Za-z0-9_.-] in the name become '~').",
-                    {"model", "weights", "input", "output_dir", "all_blobs", "phase", "stage",
-                     "level", "gpu", "math", "cudnn_workspace_mb", "deterministic"},
+                    {"memory_plan", "model", "weights", "input", "output_dir", "all_blobs", "phase",
+                     "stage", "level", "gpu", "math", "cudnn_workspace_mb", "deterministic"},
                     &crema::cli::RunForward);

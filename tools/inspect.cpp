@@ -6,9 +6,14 @@
 
 #include "crema/net.hpp"
 #include "flags.hpp"
+#include "net/memory_plan.hpp"
 #include "net/net_json.hpp"
 #include "net/proto_io.hpp"
 #include "verb.hpp"
+
+DEFINE_bool(memory, false,
+            "inspect: print each blob's activation bytes (data and diff) before and after the "
+            "memory plan, for inference and for training, and the totals.");
 
 namespace crema::cli {
 namespace {
@@ -23,6 +28,42 @@ std::string Names(const Net& net, const std::vector<int>& ids) {
   std::string out;
   for (size_t i = 0; i < ids.size(); ++i) out += (i ? ", " : "") + net.blob_names()[ids[i]];
   return out;
+}
+
+// Where a blob's data or diff lives under the plan: a shared buffer, or its own memory and why.
+std::string Placement(size_t bytes, int buffer, const std::string& note) {
+  if (bytes == 0) return "-";
+  return buffer >= 0 ? "#" + std::to_string(buffer) : "own (" + note + ")";
+}
+
+void PrintMemoryPlan(const Net& net, MemoryPlan mode) {
+  const MemoryPlanLayout layout = PlanNetMemory(net, mode, {});
+  size_t width = 4;
+  for (const std::string& name : net.blob_names()) width = std::max(width, name.size());
+  const int w = static_cast<int>(width);
+  std::printf("\nactivation memory, %s:\n  %-*s  %-18s  %12s  %-20s  %12s  %s\n",
+              mode == MemoryPlan::kInference ? "inference (forward only)"
+                                             : "training (forward and backward)",
+              w, "blob", "shape", "data bytes", "data buffer", "diff bytes", "diff buffer");
+  for (size_t b = 0; b < layout.blobs.size(); ++b) {
+    const MemoryPlanLayout::BlobEntry& e = layout.blobs[b];
+    std::printf("  %-*s  %-18s  %12zu  %-20s  %12zu  %s\n", w, net.blob_names()[b].c_str(),
+                ShapeText(net.blobs()[b]->shape()).c_str(), e.data_bytes,
+                Placement(e.data_bytes, e.data_buffer, e.data_note).c_str(), e.diff_bytes,
+                Placement(e.diff_bytes, e.diff_buffer, e.diff_note).c_str());
+  }
+  const auto buffers = [](const std::vector<size_t>& sizes) {
+    std::string out;
+    for (size_t k = 0; k < sizes.size(); ++k) out += (k ? " " : "") + StrCat("#", k, "=", sizes[k]);
+    return out.empty() ? std::string("none") : out;
+  };
+  std::printf("  data buffers: %s\n  diff buffers: %s\n", buffers(layout.data_buffers).c_str(),
+              buffers(layout.diff_buffers).c_str());
+  const size_t before = layout.data_before + layout.diff_before;
+  const size_t after = layout.data_after + layout.diff_after;
+  std::printf("  total bytes: data %zu -> %zu, diff %zu -> %zu, all %zu -> %zu (%.3fx)\n",
+              layout.data_before, layout.data_after, layout.diff_before, layout.diff_after, before,
+              after, before ? static_cast<double>(after) / static_cast<double>(before) : 1.0);
 }
 
 int RunInspect(const std::vector<std::string>& args) {
@@ -88,6 +129,10 @@ int RunInspect(const std::vector<std::string>& args) {
   const std::string outputs = Names(*net, net->output_blob_indices());
   std::printf("\ninputs: %s\noutputs: %s\n", inputs.empty() ? "(none)" : inputs.c_str(),
               outputs.empty() ? "(none)" : outputs.c_str());
+  if (FLAGS_memory) {
+    PrintMemoryPlan(*net, MemoryPlan::kInference);
+    PrintMemoryPlan(*net, MemoryPlan::kTraining);
+  }
   return 0;
 }
 
@@ -97,10 +142,14 @@ int RunInspect(const std::vector<std::string>& args) {
 CREMA_REGISTER_VERB(inspect, "inspect",
                     "build a net (no weights) and print its layers, blobs and shapes",
                     "crema inspect --model NET.prototxt [--phase TRAIN|TEST] [--stage S[,S]] "
-                    "[--level L] [--json]\n\n"
+                    "[--level L] [--json] [--memory]\n\n"
                     "Builds the net as `train`/`test` would (data layers open their sources) and "
                     "prints each layer: index, name, type, bottoms, tops with shapes, loss "
                     "weights and learnable parameter shapes, including the Split layers crema "
                     "inserts. --json prints the same as JSON (the fields of Caffe's reference "
-                    "shape dumps). The phase defaults to TEST.",
-                    {"model", "phase", "stage", "level", "json"}, &crema::cli::RunInspect);
+                    "shape dumps). --memory adds the activation memory plan: per blob its data and "
+                    "diff bytes and the shared buffer it gets (or why it keeps its own), for "
+                    "inference and for training, and the totals before -> after planning. The "
+                    "phase defaults to TEST.",
+                    {"model", "phase", "stage", "level", "json", "memory"},
+                    &crema::cli::RunInspect);

@@ -20,8 +20,8 @@ int RunTest(const std::vector<std::string>& args) {
   if (FLAGS_iterations <= 0) CREMA_THROW_CONFIG("--iterations must be > 0, got ", FLAGS_iterations);
   const Device device = DeviceFromFlags();
   const Phase phase = PhaseFromFlag(TEST);
-  std::unique_ptr<Net> net =
-      Net::FromFile(FLAGS_model, phase, FLAGS_level, StagesFromFlag(), device);
+  std::unique_ptr<Net> net = Net::FromFile(FLAGS_model, phase, FLAGS_level, StagesFromFlag(),
+                                           device, MemoryPlanFromFlag(MemoryPlan::kInference));
   for (const std::string& weights : SplitList(FLAGS_weights)) net->CopyTrainedLayersFrom(weights);
   net->set_check_finite(FLAGS_check_nan);
   LOG(INFO) << "Running for " << FLAGS_iterations << " iterations.";
@@ -81,6 +81,6 @@ CREMA_REGISTER_VERB(test, "test", "score a trained net: average its outputs over
                     "every output per batch and prints the mean of each output element as "
                     "`name = value` lines on stdout; a loss output also shows its weighted value, "
                     "e.g. `loss = 0.31 (* 1 = 0.31 loss)`, as Caffe's `caffe test` does.",
-                    {"model", "weights", "iterations", "gpu", "math", "cudnn_workspace_mb",
-                     "deterministic", "check_nan", "phase", "stage", "level"},
+                    {"memory_plan", "model", "weights", "iterations", "gpu", "math",
+                     "cudnn_workspace_mb", "deterministic", "check_nan", "phase", "stage", "level"},
                     &crema::cli::RunTest);

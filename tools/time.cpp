@@ -85,6 +85,7 @@ std::unique_ptr<Solver> TimingSolver(const Device& device) {
   SolverOptions options;
   options.device = device;
   options.source = source;
+  options.train_net_memory_plan = MemoryPlanFromFlag(MemoryPlan::kTraining);
   return Solver::Create(param, options);
 }
 
@@ -105,7 +106,9 @@ int RunTime(const std::vector<std::string>& args) {
   if (!FLAGS_solver.empty()) {
     solver = TimingSolver(device);
   } else {
-    own_net = Net::FromFile(FLAGS_model, phase, FLAGS_level, StagesFromFlag(), device);
+    own_net = Net::FromFile(
+        FLAGS_model, phase, FLAGS_level, StagesFromFlag(), device,
+        MemoryPlanFromFlag(phase == TEST ? MemoryPlan::kInference : MemoryPlan::kTraining));
   }
   Net* net = solver ? solver->net() : own_net.get();
   const bool train = phase == TRAIN;
@@ -249,6 +252,6 @@ CREMA_REGISTER_VERB(
     "its lr, momentum and weight decay; else data -= diff), in phase TEST an inference pass "
     "(forward only). Last come the CPU threads (--threads, else OMP_NUM_THREADS, sets both "
     "crema's and OpenBLAS's) and the peak resident memory of the process.",
-    {"model", "solver", "iterations", "seconds", "threads", "gpu", "math", "cudnn_workspace_mb",
-     "deterministic", "phase", "stage", "level"},
+    {"memory_plan", "model", "solver", "iterations", "seconds", "threads", "gpu", "math",
+     "cudnn_workspace_mb", "deterministic", "phase", "stage", "level"},
     &crema::cli::RunTime);

@@ -229,6 +229,8 @@ int TrainOnThisRank() {
   SolverOptions options;
   options.device = TrainDevice(param);
   options.source = source;
+  options.train_net_memory_plan = MemoryPlanFromFlag(MemoryPlan::kTraining);
+  options.test_net_memory_plan = MemoryPlanFromFlag(MemoryPlan::kInference);
   options.progress =
       dist::IsRoot() && LiveProgress() && (FLAGS_progress == "on" || FLAGS_log_dir.empty());
   // The progress line replaces the INFO log on the terminal (warnings and errors still show);
@@ -359,7 +361,7 @@ CREMA_REGISTER_VERB(
     "tests and writes snapshots and logs. The global batch is N x batch_size x iter_size; "
     "--scale_lr_by_world multiplies base_lr by N. See "
     "docs/distributed.md.",
-    {"solver", "weights", "snapshot", "resume", "set", "gpu", "math", "cudnn_workspace_mb",
-     "deterministic", "check_nan", "scale_lr_by_world", "stage", "level", "sigint_effect",
-     "sighup_effect", "progress", "skip_mismatched", "freeze"},
+    {"memory_plan", "solver", "weights", "snapshot", "resume", "set", "gpu", "math",
+     "cudnn_workspace_mb", "deterministic", "check_nan", "scale_lr_by_world", "stage", "level",
+     "sigint_effect", "sighup_effect", "progress", "skip_mismatched", "freeze"},
     &crema::cli::RunTrain);

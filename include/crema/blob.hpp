@@ -183,6 +183,10 @@ class Blob {
   // Makes this blob use `other`'s data (or diff) memory; the counts must match.
   void ShareData(const Blob& other);
   void ShareDiff(const Blob& other);
+  // Makes this blob use `memory` (at least count() elements) for its data (or diff), as the
+  // net's memory planner does; a later Reshape beyond count() gives it its own memory again.
+  void UseDataMemory(std::shared_ptr<SyncedMemory> memory);
+  void UseDiffMemory(std::shared_ptr<SyncedMemory> memory);
   // Copies data (or diff) from `source`, reshaping this blob when `reshape` is true.
   void CopyFrom(const Blob& source, bool copy_diff = false, bool reshape = false);
 

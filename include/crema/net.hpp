@@ -16,12 +16,23 @@
 namespace crema {
 
 class ProtoSource;
+struct MemoryPlanLayout;
 
 // Thrown with --check-nan (Net::set_check_finite) at the first layer whose output, input
 // gradient or parameter gradient holds a NaN or an infinity.
 class NonFiniteError : public RuntimeError {
  public:
   using RuntimeError::RuntimeError;
+};
+
+// Activation memory planning (src/net/README.md): intermediate blobs whose lifetimes do not
+// overlap share buffers. What a user reads after Forward changes: only the net outputs and the
+// kept blobs hold their values, so it is off unless asked (the CLI asks where it only reads
+// outputs).
+enum class MemoryPlan {
+  kOff,        // every blob owns its memory
+  kInference,  // forward only (Backward is refused): data buffers are reused
+  kTraining,   // forward and backward: data stays live for backward; gradients share buffers
 };
 
 struct NetOptions {
@@ -33,6 +44,9 @@ struct NetOptions {
   std::shared_ptr<const ProtoSource> source;
   // Log each layer's set-up (glog INFO); off for test nets built repeatedly.
   bool verbose = true;
+  MemoryPlan memory_plan = MemoryPlan::kOff;
+  // Blobs that keep their own memory (and values) under a memory plan.
+  std::vector<std::string> keep_blobs;
 };
 
 // The outcome of copying weights into a net: the layers (with params) copied, and the layers
@@ -49,7 +63,8 @@ class Net {
   // for `phase` (with `level` and `stages`).
   static std::unique_ptr<Net> FromFile(const std::string& path, Phase phase, int level = 0,
                                        const std::vector<std::string>& stages = {},
-                                       const Device& device = Device::Cpu());
+                                       const Device& device = Device::Cpu(),
+                                       MemoryPlan memory_plan = MemoryPlan::kOff);
   ~Net();
   Net(const Net&) = delete;
   Net& operator=(const Net&) = delete;
@@ -68,8 +83,12 @@ class Net {
     Backward();
     return loss;
   }
-  // Re-runs every layer's Reshape (after an input blob changed shape).
+  // Re-runs every layer's Reshape (after an input blob changed shape), then the memory plan.
   void Reshape();
+  // Plans the activation memory (kOff gives every blob its own again); the blobs named in
+  // `keep_blobs` keep their values. ConfigError for an unknown blob name.
+  void SetMemoryPlan(MemoryPlan mode, const std::vector<std::string>& keep_blobs = {});
+  MemoryPlan memory_plan() const { return memory_plan_; }
 
   void ClearParamDiffs();
   // data -= diff for every learnable parameter that owns its memory.
@@ -156,6 +175,11 @@ class Net {
   void ForwardDebugInfo(int layer_id);
   void BackwardDebugInfo(int layer_id);
   void UpdateDebugInfo(int param_id);
+  // Puts the blobs into the planned buffers (sizes from the current shapes).
+  void ApplyMemoryPlan();
+  // After a full forward: a planned blob that left its buffer (it grew) asks for a re-plan
+  // before the next full forward.
+  void CheckMemoryPlan();
   std::string LayerLocation(int layer_param_index, const std::string& field) const;
   std::string ErrorAt(int layer_param_index, const std::string& field) const;
 
@@ -203,6 +227,12 @@ class Net {
   std::vector<bool> has_params_decay_;
   bool debug_info_ = false;
   bool check_finite_ = false;
+  MemoryPlan memory_plan_ = MemoryPlan::kOff;
+  std::vector<std::string> keep_blobs_;
+  std::unique_ptr<MemoryPlanLayout> memory_layout_;
+  // Per blob, the planned buffer it was given (empty when none).
+  std::vector<std::weak_ptr<SyncedMemory>> planned_data_, planned_diff_;
+  bool memory_plan_stale_ = false;
 };
 
 // NetState filtering: keeps the layers whose include/exclude rules match `param.state()`.

@@ -25,6 +25,10 @@ struct SolverOptions {
   std::string base_dir;
   // Draw a live progress line on stdout (the CLI sets this when stdout is a terminal).
   bool progress = false;
+  // Activation memory plans (NetOptions::memory_plan) of the train net and of the test nets
+  // (whose outputs only are read, unless a caller reads test_nets() blobs).
+  MemoryPlan train_net_memory_plan = MemoryPlan::kOff;
+  MemoryPlan test_net_memory_plan = MemoryPlan::kInference;
 };
 
 class ProgressLine;

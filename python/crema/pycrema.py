@@ -10,10 +10,12 @@ from ._crema import Net, Solver, TEST
 _net_init = Net.__init__
 
 
-def _net_construct(self, model, *args, weights=None, phase=None, level=0, stages=()):
+def _net_construct(self, model, *args, weights=None, phase=None, level=0, stages=(),
+                   memory_plan='off', keep_blobs=()):
     """Net(model, weights=None, phase=crema.TEST), also pycaffe's Net(model, phase),
     Net(model, weights, phase) and Net(model, phase, weights=...). `model` is a prototxt path,
-    a crema.proto NetParameter or a NetSpec."""
+    a crema.proto NetParameter or a NetSpec. memory_plan='inference' or 'training' shares the
+    memory of intermediate blobs (only the outputs and `keep_blobs` keep their values)."""
     for arg in args:
         if isinstance(arg, (str, bytes)) and not isinstance(arg, bool) and weights is None:
             weights = arg
@@ -29,9 +31,10 @@ def _net_construct(self, model, *args, weights=None, phase=None, level=0, stages
     if hasattr(model, 'SerializeToString'):
         model = model.SerializeToString()
     if isinstance(model, bytes):
-        _net_init(self, model, phase, weights, level, list(stages))
+        _net_init(self, model, phase, weights, level, list(stages), memory_plan, list(keep_blobs))
     else:
-        _net_init(self, str(model), phase, weights, level, list(stages))
+        _net_init(self, str(model), phase, weights, level, list(stages), memory_plan,
+                  list(keep_blobs))
 
 
 def _blobs(self):

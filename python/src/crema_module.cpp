@@ -83,16 +83,30 @@ Phase ToPhase(int phase) {
   return static_cast<Phase>(phase);
 }
 
+// memory_plan= "off" (the default: every blob keeps its values), "inference" or "training".
+MemoryPlan ToMemoryPlan(const std::string& plan) {
+  if (plan == "off") return MemoryPlan::kOff;
+  if (plan == "inference") return MemoryPlan::kInference;
+  if (plan == "training") return MemoryPlan::kTraining;
+  CREMA_THROW_CONFIG("memory_plan must be \"off\", \"inference\" or \"training\", got \"", plan,
+                     "\"");
+}
+
 std::unique_ptr<Net> MakeNet(const std::string& model, int phase, const py::object& weights,
-                             int level, const std::vector<std::string>& stages) {
+                             int level, const std::vector<std::string>& stages,
+                             const std::string& memory_plan,
+                             const std::vector<std::string>& keep_blobs) {
   std::unique_ptr<Net> net = Net::FromFile(model, ToPhase(phase), level, stages, DefaultDevice());
+  net->SetMemoryPlan(ToMemoryPlan(memory_plan), keep_blobs);
   if (!weights.is_none()) net->CopyTrainedLayersFrom(weights.cast<std::string>());
   return net;
 }
 
 // A net from a serialized NetParameter (a crema_pb2.NetParameter or NetSpec.to_proto()).
 std::unique_ptr<Net> MakeNetFromBytes(const py::bytes& bytes, int phase, const py::object& weights,
-                                      int level, const std::vector<std::string>& stages) {
+                                      int level, const std::vector<std::string>& stages,
+                                      const std::string& memory_plan,
+                                      const std::vector<std::string>& keep_blobs) {
   NetParameter param;
   if (!param.ParseFromString(std::string(bytes)))
     CREMA_THROW_CONFIG("not a serialized NetParameter");
@@ -102,6 +116,8 @@ std::unique_ptr<Net> MakeNetFromBytes(const py::bytes& bytes, int phase, const p
   options.state.set_phase(ToPhase(phase));
   options.state.set_level(level);
   for (const std::string& s : stages) options.state.add_stage(s);
+  options.memory_plan = ToMemoryPlan(memory_plan);
+  options.keep_blobs = keep_blobs;
   auto net = std::make_unique<Net>(param, options);
   if (!weights.is_none()) net->CopyTrainedLayersFrom(weights.cast<std::string>());
   return net;
@@ -127,6 +143,8 @@ std::unique_ptr<Solver> MakeSolver(const std::string& path, const std::string& t
     param.set_type(type);
   }
   options.device = DefaultDevice();
+  // Python may read any blob of solver.test_nets.
+  options.test_net_memory_plan = MemoryPlan::kOff;
   return Solver::Create(param, options);
 }
 
@@ -315,9 +333,11 @@ PYBIND11_MODULE(_crema, m) {
       // bytes first: pybind11 would also accept bytes as a std::string path.
       .def(py::init(&MakeNetFromBytes), py::arg("model"), py::arg("phase"),
            py::arg("weights") = py::none(), py::arg("level") = 0,
-           py::arg("stages") = std::vector<std::string>())
+           py::arg("stages") = std::vector<std::string>(), py::arg("memory_plan") = "off",
+           py::arg("keep_blobs") = std::vector<std::string>())
       .def(py::init(&MakeNet), py::arg("model"), py::arg("phase"), py::arg("weights") = py::none(),
-           py::arg("level") = 0, py::arg("stages") = std::vector<std::string>())
+           py::arg("level") = 0, py::arg("stages") = std::vector<std::string>(),
+           py::arg("memory_plan") = "off", py::arg("keep_blobs") = std::vector<std::string>())
       .def("_forward", &Net::ForwardFromTo, py::call_guard<py::gil_scoped_release>())
       .def("_backward", &Net::BackwardFromTo, py::call_guard<py::gil_scoped_release>())
       .def("reshape", &Net::Reshape, py::call_guard<py::gil_scoped_release>())

@@ -4,6 +4,7 @@
 #include <cstdlib>
 #include <cstring>
 #include <limits>
+#include <utility>
 
 #include "core/half.hpp"
 #include "crema/proto.hpp"
@@ -305,6 +306,21 @@ void Blob::ShareDiff(const Blob& other) {
   CREMA_ASSERT(count_ == other.count_ && dtype_ == other.dtype_, shape_string(), " vs ",
                other.shape_string());
   diff_ = other.diff_;
+}
+
+void Blob::UseDataMemory(std::shared_ptr<SyncedMemory> memory) {
+  CREMA_ASSERT(memory && memory->size() >= static_cast<size_t>(count_) * SizeOf(dtype_),
+               shape_string());
+  data_ = std::move(memory);
+  // The capacity bounds both buffers now: growing past it reallocates them.
+  capacity_ = count_;
+}
+
+void Blob::UseDiffMemory(std::shared_ptr<SyncedMemory> memory) {
+  CREMA_ASSERT(memory && memory->size() >= static_cast<size_t>(count_) * SizeOf(dtype_),
+               shape_string());
+  diff_ = std::move(memory);
+  capacity_ = count_;
 }
 
 void Blob::CopyFrom(const Blob& source, bool copy_diff, bool reshape) {

@@ -14,6 +14,7 @@
 #include "io/hdf5.hpp"
 #endif
 #include "math/math.hpp"
+#include "net/memory_plan.hpp"
 #include "net/proto_io.hpp"
 
 namespace crema {
@@ -23,9 +24,11 @@ Net::Net(const NetParameter& param, const NetOptions& options) { Init(param, opt
 Net::~Net() = default;
 
 std::unique_ptr<Net> Net::FromFile(const std::string& path, Phase phase, int level,
-                                   const std::vector<std::string>& stages, const Device& device) {
+                                   const std::vector<std::string>& stages, const Device& device,
+                                   MemoryPlan memory_plan) {
   NetParameter param;
   NetOptions options;
+  options.memory_plan = memory_plan;
   options.source = ReadNetParamsFromTextFile(path, &param);
   options.device = device;
   options.override_state = true;
@@ -184,6 +187,8 @@ void Net::Init(const NetParameter& in_param, const NetOptions& options) {
     params_[i]->ShareDiff(*params_[param_owners_[i]]);
   }
   debug_info_ = param.debug_info();
+  if (options.memory_plan != MemoryPlan::kOff)
+    SetMemoryPlan(options.memory_plan, options.keep_blobs);
   if (options.verbose) LOG(INFO) << "Network initialization done.";
 }
 
@@ -440,19 +445,91 @@ void Net::CheckFinite(int layer_id, bool forward) const {
 
 double Net::ForwardFromTo(int start, int end) {
   CREMA_ASSERT(start >= 0 && end < num_layers() && start <= end + 1, start, " ", end);
+  // Re-planning discards intermediate values, so only before a pass that starts afresh.
+  if (memory_plan_stale_ && start == 0) ApplyMemoryPlan();
   double loss = 0;
   for (int i = start; i <= end; ++i) {
     loss += layers_[i]->Forward(bottom_vecs_[i], top_vecs_[i]);
     if (debug_info_) ForwardDebugInfo(i);
     if (check_finite_) CheckFinite(i, true);
   }
+  if (memory_layout_ && end == num_layers() - 1) CheckMemoryPlan();
   return loss;
+}
+
+void Net::SetMemoryPlan(MemoryPlan mode, const std::vector<std::string>& keep_blobs) {
+  for (const std::string& name : keep_blobs)
+    if (!has_blob(name))
+      CREMA_THROW_CONFIG("cannot keep blob \"", name, "\" under the memory plan of net \"", name_,
+                         "\": no such blob");
+  // Blobs leave the old plan's buffers for memory of their own (allocated on first use); the
+  // layers' Reshape then restores the sharing they set up (Reshape, one-input Concat).
+  const bool had_plan = !planned_data_.empty();
+  for (size_t b = 0; b < planned_data_.size(); ++b) {
+    Blob& blob = *blobs_[b];
+    const size_t bytes = static_cast<size_t>(blob.count()) * SizeOf(blob.dtype());
+    if (!planned_data_[b].expired() && blob.data() == planned_data_[b].lock())
+      blob.UseDataMemory(std::make_shared<SyncedMemory>(bytes));
+    if (!planned_diff_[b].expired() && blob.diff() == planned_diff_[b].lock())
+      blob.UseDiffMemory(std::make_shared<SyncedMemory>(bytes));
+  }
+  planned_data_.clear();
+  planned_diff_.clear();
+  memory_layout_.reset();
+  if (had_plan)
+    for (int i = 0; i < num_layers(); ++i) layers_[i]->Reshape(bottom_vecs_[i], top_vecs_[i]);
+  memory_plan_ = mode;
+  keep_blobs_ = keep_blobs;
+  if (mode == MemoryPlan::kOff) return;
+  memory_layout_ = std::make_unique<MemoryPlanLayout>(
+      PlanNetMemory(*this, mode, std::set<std::string>(keep_blobs.begin(), keep_blobs.end())));
+  ApplyMemoryPlan();
+}
+
+void Net::ApplyMemoryPlan() {
+  memory_plan_stale_ = false;
+  if (!memory_layout_) return;
+  MemoryPlanLayout& layout = *memory_layout_;
+  AssignMemoryBuffers(*this, &layout);
+  planned_data_.assign(blobs_.size(), {});
+  planned_diff_.assign(blobs_.size(), {});
+  const auto place = [&](const std::vector<size_t>& buffers,
+                         const std::vector<std::vector<int>>& buffer_blobs, bool diff) {
+    for (size_t k = 0; k < buffers.size(); ++k) {
+      auto memory = std::make_shared<SyncedMemory>(buffers[k]);
+      for (int b : buffer_blobs[k]) {
+        if (diff) {
+          blobs_[b]->UseDiffMemory(memory);
+          planned_diff_[b] = memory;
+        } else {
+          blobs_[b]->UseDataMemory(memory);
+          planned_data_[b] = memory;
+        }
+      }
+    }
+  };
+  place(layout.data_buffers, layout.data_buffer_blobs, false);
+  place(layout.diff_buffers, layout.diff_buffer_blobs, true);
+}
+
+void Net::CheckMemoryPlan() {
+  for (size_t b = 0; b < planned_data_.size() && !memory_plan_stale_; ++b) {
+    const bool data_moved =
+        !planned_data_[b].expired() && blobs_[b]->data() != planned_data_[b].lock();
+    const bool diff_moved =
+        !planned_diff_[b].expired() && blobs_[b]->diff() != planned_diff_[b].lock();
+    if (data_moved || diff_moved) memory_plan_stale_ = true;
+  }
 }
 
 double Net::Forward() { return ForwardFromTo(0, num_layers() - 1); }
 
 void Net::BackwardFromTo(int start, int end) {
   CREMA_ASSERT(end >= 0 && start < num_layers(), start, " ", end);
+  if (memory_plan_ == MemoryPlan::kInference)
+    CREMA_THROW_RUNTIME("net \"", name_, "\": Backward on a net whose activation memory is ",
+                        "planned for inference (forward only); plan it for training or not at ",
+                        "all (--memory-plan=false, NetOptions::memory_plan)");
   for (int i = start; i >= end; --i) {
     if (!layer_need_backward_[i]) continue;
     layers_[i]->Backward(top_vecs_[i], bottom_need_backward_[i], bottom_vecs_[i]);
@@ -479,6 +556,7 @@ void Net::Backward() {
 
 void Net::Reshape() {
   for (int i = 0; i < num_layers(); ++i) layers_[i]->Reshape(bottom_vecs_[i], top_vecs_[i]);
+  ApplyMemoryPlan();
 }
 
 void Net::ForwardDebugInfo(int layer_id) {

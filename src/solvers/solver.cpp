@@ -356,6 +356,7 @@ void Solver::InitTrainNet() {
   net_options.override_state = true;
   net_options.state = state;
   net_options.source = source;
+  net_options.memory_plan = options_.train_net_memory_plan;
   if (dist::Active()) ShardTrainData(&net_param);
   net_ = std::make_unique<Net>(net_param, net_options);
   net_->set_debug_info(param_.debug_info());
@@ -504,6 +505,7 @@ void Solver::InitTestNets() {
     net_options.override_state = true;
     net_options.state = state;
     net_options.source = sources[i];
+    net_options.memory_plan = options_.test_net_memory_plan;
     auto net = std::make_unique<Net>(net_params[i], net_options);
     net->set_debug_info(param_.debug_info());
     for (const std::string& weights : param_.weights()) {

@@ -1,0 +1,274 @@
+#include "net/memory_plan.hpp"
+
+#include <algorithm>
+#include <functional>
+#include <map>
+#include <numeric>
+
+namespace crema {
+namespace {
+
+// Layers that point a top's data at the bottom's memory during Forward (found by type, since
+// nothing shows it before the first pass); layers that share in LayerSetUp or Reshape (Reshape,
+// one-input Concat, one-output Slice) are found by comparing memory pointers.
+bool ForwardSharesData(const std::string& type) { return type == "Split" || type == "Flatten"; }
+// Flatten's Backward points the bottom's diff at the top's.
+bool BackwardSharesDiff(const std::string& type) { return type == "Flatten"; }
+// Layers whose blobs are never planned: Parameter's top is a parameter's memory, and a Python
+// layer's code is out of the planner's sight.
+bool Opaque(const std::string& type) { return type == "Parameter" || type == "Python"; }
+
+class UnionFind {
+ public:
+  explicit UnionFind(int n) : parent_(n) { std::iota(parent_.begin(), parent_.end(), 0); }
+  int Find(int i) { return parent_[i] == i ? i : parent_[i] = Find(parent_[i]); }
+  void Join(int a, int b) { parent_[Find(a)] = Find(b); }
+
+ private:
+  std::vector<int> parent_;
+};
+
+// Groups blobs that use one SyncedMemory now (memory_of) or will (extra joins), in blob order.
+std::vector<MemoryPlanLayout::Group> Groups(
+    UnionFind* sets, int num_blobs,
+    const std::function<const std::shared_ptr<SyncedMemory>&(int)>& memory_of) {
+  std::map<const SyncedMemory*, int> first_user;
+  for (int b = 0; b < num_blobs; ++b) {
+    auto [it, inserted] = first_user.emplace(memory_of(b).get(), b);
+    if (!inserted) sets->Join(b, it->second);
+  }
+  std::vector<MemoryPlanLayout::Group> groups;
+  std::map<int, int> group_of_root;
+  for (int b = 0; b < num_blobs; ++b) {
+    auto [it, inserted] = group_of_root.emplace(sets->Find(b), static_cast<int>(groups.size()));
+    if (inserted) groups.emplace_back();
+    groups[it->second].blobs.push_back(b);
+  }
+  return groups;
+}
+
+// The memory of a group is also held outside the net's blobs (a layer's own blob, a parameter):
+// then it cannot move.
+bool HeldElsewhere(const MemoryPlanLayout::Group& group, const Net& net,
+                   const std::function<const std::shared_ptr<SyncedMemory>&(int)>& memory_of) {
+  std::map<const SyncedMemory*, long> refs;
+  for (int b = 0; b < static_cast<int>(net.blobs().size()); ++b) ++refs[memory_of(b).get()];
+  for (int b : group.blobs)
+    if (memory_of(b).use_count() > refs[memory_of(b).get()]) return true;
+  return false;
+}
+
+// Greedy best fit over groups sorted by first step: a buffer is free for a group when every
+// group placed in it ended before the group starts; the smallest free buffer that fits wins,
+// else the largest free one grows, else a new buffer.
+void Place(std::vector<MemoryPlanLayout::Group>& groups, const std::vector<size_t>& group_bytes,
+           std::vector<size_t>* buffers, std::vector<std::vector<int>>* buffer_groups) {
+  std::vector<int> order;
+  for (int g = 0; g < static_cast<int>(groups.size()); ++g)
+    if (groups[g].planned) order.push_back(g);
+  std::stable_sort(order.begin(), order.end(), [&](int a, int b) {
+    if (groups[a].first != groups[b].first) return groups[a].first < groups[b].first;
+    return group_bytes[a] > group_bytes[b];
+  });
+  std::vector<int> busy_until;
+  buffers->clear();
+  buffer_groups->clear();
+  for (int g : order) {
+    int best = -1;
+    for (int k = 0; k < static_cast<int>(buffers->size()); ++k) {
+      if (busy_until[k] >= groups[g].first) continue;
+      const size_t size = (*buffers)[k];
+      if (best < 0) {
+        best = k;
+        continue;
+      }
+      const size_t best_size = (*buffers)[best];
+      const bool fits = size >= group_bytes[g], best_fits = best_size >= group_bytes[g];
+      if ((fits && (!best_fits || size < best_size)) || (!fits && !best_fits && size > best_size))
+        best = k;
+    }
+    if (best < 0) {
+      best = static_cast<int>(buffers->size());
+      buffers->push_back(0);
+      busy_until.push_back(-1);
+      buffer_groups->emplace_back();
+    }
+    (*buffers)[best] = std::max((*buffers)[best], group_bytes[g]);
+    busy_until[best] = std::max(busy_until[best], groups[g].last);
+    (*buffer_groups)[best].push_back(g);
+  }
+}
+
+// For one kind (data or diff): buffers, per blob buffer index, and the totals before and after.
+void AssignKind(const Net& net, std::vector<MemoryPlanLayout::Group>& groups,
+                const std::vector<size_t>& blob_bytes, std::vector<size_t>* buffers,
+                std::vector<std::vector<int>>* buffer_blobs, size_t* before, size_t* after,
+                const std::function<int&(int)>& buffer_of) {
+  std::vector<size_t> group_bytes(groups.size(), 0);
+  *before = *after = 0;
+  for (size_t g = 0; g < groups.size(); ++g) {
+    for (int b : groups[g].blobs) {
+      group_bytes[g] = std::max(group_bytes[g], blob_bytes[b]);
+      buffer_of(b) = -1;
+    }
+    *before += group_bytes[g];
+    if (!groups[g].planned) *after += group_bytes[g];
+  }
+  std::vector<std::vector<int>> buffer_groups;
+  Place(groups, group_bytes, buffers, &buffer_groups);
+  buffer_blobs->assign(buffers->size(), {});
+  for (size_t k = 0; k < buffers->size(); ++k) {
+    *after += (*buffers)[k];
+    for (int g : buffer_groups[k])
+      for (int b : groups[g].blobs) {
+        buffer_of(b) = static_cast<int>(k);
+        (*buffer_blobs)[k].push_back(b);
+      }
+  }
+}
+
+}  // namespace
+
+MemoryPlanLayout PlanNetMemory(const Net& net, MemoryPlan mode, const std::set<std::string>& keep) {
+  MemoryPlanLayout layout;
+  layout.mode = mode;
+  const int num_blobs = static_cast<int>(net.blobs().size());
+  const int num_layers = net.num_layers();
+  const bool training = mode == MemoryPlan::kTraining;
+  layout.blobs.resize(num_blobs);
+  const auto backward_step = [&](int layer) { return 2 * num_layers - 1 - layer; };
+
+  // Who touches each blob, and whether its diff is used at all.
+  std::vector<std::vector<int>> touching(num_blobs);
+  std::vector<int> producer(num_blobs, -1);
+  std::vector<bool> diff_read(num_blobs, false), diff_written(num_blobs, false);
+  std::vector<bool> diff_unwritten(num_blobs, false);  // a consumer leaves it as it is
+  for (int l = 0; l < num_layers; ++l) {
+    const std::vector<int>& bottoms = net.bottom_ids(l);
+    for (size_t j = 0; j < bottoms.size(); ++j) {
+      const int b = bottoms[j];
+      touching[b].push_back(l);
+      if (net.layer_need_backward()[l] && net.bottom_need_backward()[l][j])
+        diff_written[b] = true;
+      else
+        diff_unwritten[b] = true;
+    }
+    for (int b : net.top_id_vec(l)) {
+      touching[b].push_back(l);
+      if (producer[b] < 0) producer[b] = l;
+      if (net.layer_need_backward()[l]) diff_read[b] = true;
+    }
+  }
+  std::vector<bool> is_output(num_blobs, false);
+  for (int b : net.output_blob_indices()) is_output[b] = true;
+
+  // Why a blob's data (and diff) cannot move; "" when it can.
+  std::vector<std::string> data_note(num_blobs), diff_note(num_blobs);
+  for (int b = 0; b < num_blobs; ++b) {
+    const Blob& blob = *net.blobs()[b];
+    std::string note;
+    if (producer[b] >= 0 && net.bottom_ids(producer[b]).empty())
+      note = "net input";
+    else if (is_output[b])
+      note = "net output";
+    else if (net.blob_loss_weights()[b] != 0)
+      note = "loss";
+    else if (keep.count(net.blob_names()[b]))
+      note = "kept";
+    else if (blob.count() == 0)
+      note = "empty";
+    for (int l : touching[b])
+      if (note.empty() && Opaque(net.layers()[l]->type()))
+        note = StrCat(net.layers()[l]->type(), " layer");
+    data_note[b] = diff_note[b] = note;
+    if (!training)
+      diff_note[b] = "inference";
+    else if (diff_note[b].empty() && diff_read[b] && diff_unwritten[b])
+      diff_note[b] = "a consumer does not write its gradient";
+  }
+
+  UnionFind data_sets(num_blobs), diff_sets(num_blobs);
+  for (int l = 0; l < num_layers; ++l) {
+    const std::string type = net.layers()[l]->type();
+    const std::vector<int>& bottoms = net.bottom_ids(l);
+    if (bottoms.empty()) continue;
+    for (int t : net.top_id_vec(l)) {
+      if (ForwardSharesData(type)) data_sets.Join(t, bottoms[0]);
+      if (BackwardSharesDiff(type)) diff_sets.Join(t, bottoms[0]);
+    }
+  }
+  const auto data_of = [&](int b) -> const std::shared_ptr<SyncedMemory>& {
+    return net.blobs()[b]->data();
+  };
+  const auto diff_of = [&](int b) -> const std::shared_ptr<SyncedMemory>& {
+    return net.blobs()[b]->diff();
+  };
+  layout.data_groups = Groups(&data_sets, num_blobs, data_of);
+  layout.diff_groups = Groups(&diff_sets, num_blobs, diff_of);
+
+  // A group is planned when none of its blobs says otherwise; its lifetime spans every step
+  // that touches one of its blobs (in training, a layer's backward touches its tops and bottoms,
+  // and every layer's counts, as `crema time` runs them all).
+  const auto settle = [&](MemoryPlanLayout::Group& group, std::vector<std::string>& notes,
+                          bool forward, bool backward, const std::string& held_note) {
+    std::string reason;
+    for (int b : group.blobs)
+      if (!notes[b].empty()) reason = notes[b];
+    if (reason.empty() && !held_note.empty()) reason = held_note;
+    group.first = 2 * num_layers;
+    group.last = -1;
+    for (int b : group.blobs)
+      for (int l : touching[b]) {
+        if (forward) group.first = std::min(group.first, l), group.last = std::max(group.last, l);
+        if (backward) {
+          group.first = std::min(group.first, backward_step(l));
+          group.last = std::max(group.last, backward_step(l));
+        }
+      }
+    group.planned = reason.empty() && group.last >= 0;
+    for (int b : group.blobs) {
+      if (notes[b].empty() && !group.planned)
+        notes[b] = reason.empty() ? "unused" : StrCat(reason, " (alias)");
+    }
+  };
+  for (auto& group : layout.data_groups)
+    settle(group, data_note, true, training,
+           HeldElsewhere(group, net, data_of) ? "held by a layer" : "");
+  for (auto& group : layout.diff_groups) {
+    bool used = false;
+    for (int b : group.blobs) used |= diff_read[b] || diff_written[b];
+    for (int b : group.blobs) {
+      // The loss weight lives in a loss top's diff; otherwise diffs exist where backward runs.
+      layout.blobs[b].has_diff = net.blob_loss_weights()[b] != 0 || (training && used);
+      if (training && !used && diff_note[b].empty()) diff_note[b] = "no gradient";
+    }
+    settle(group, diff_note, false, true,
+           HeldElsewhere(group, net, diff_of) ? "held by a layer" : "");
+  }
+  for (int b = 0; b < num_blobs; ++b) {
+    layout.blobs[b].data_note = data_note[b];
+    layout.blobs[b].diff_note = diff_note[b];
+  }
+  AssignMemoryBuffers(net, &layout);
+  return layout;
+}
+
+void AssignMemoryBuffers(const Net& net, MemoryPlanLayout* layout) {
+  const int num_blobs = static_cast<int>(net.blobs().size());
+  std::vector<size_t> data_bytes(num_blobs), diff_bytes(num_blobs);
+  for (int b = 0; b < num_blobs; ++b) {
+    const Blob& blob = *net.blobs()[b];
+    MemoryPlanLayout::BlobEntry& entry = layout->blobs[b];
+    entry.data_bytes = data_bytes[b] = static_cast<size_t>(blob.count()) * SizeOf(blob.dtype());
+    // Diffs exist where backward uses them, and for loss tops (the loss weight lives there).
+    entry.diff_bytes = diff_bytes[b] = entry.has_diff ? data_bytes[b] : 0;
+  }
+  AssignKind(net, layout->data_groups, data_bytes, &layout->data_buffers,
+             &layout->data_buffer_blobs, &layout->data_before, &layout->data_after,
+             [&](int b) -> int& { return layout->blobs[b].data_buffer; });
+  AssignKind(net, layout->diff_groups, diff_bytes, &layout->diff_buffers,
+             &layout->diff_buffer_blobs, &layout->diff_before, &layout->diff_after,
+             [&](int b) -> int& { return layout->blobs[b].diff_buffer; });
+}
+
+}  // namespace crema

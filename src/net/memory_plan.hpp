@@ -1,0 +1,52 @@
+#pragma once
+// Activation memory planning (src/net/README.md): from a built net's static graph, the lifetime
+// of every blob's data and diff, and an assignment of blobs whose lifetimes do not overlap to
+// shared buffers (greedy best fit by size). A pure function of the net; Net applies it.
+#include <cstddef>
+#include <set>
+#include <string>
+#include <vector>
+
+#include "crema/net.hpp"
+
+namespace crema {
+
+struct MemoryPlanLayout {
+  struct BlobEntry {
+    size_t data_bytes = 0;  // count x element size
+    size_t diff_bytes = 0;  // 0 when the mode never touches the diff
+    bool has_diff = false;
+    int data_buffer = -1;  // index into data_buffers, -1 when the blob keeps its own memory
+    int diff_buffer = -1;
+    std::string data_note;  // why the data is not planned ("" when planned)
+    std::string diff_note;
+  };
+  MemoryPlan mode = MemoryPlan::kOff;
+  std::vector<BlobEntry> blobs;      // one per net blob, in blob order
+  std::vector<size_t> data_buffers;  // bytes of each shared buffer
+  std::vector<size_t> diff_buffers;
+  // Bytes the net's activations occupy without planning (aliases counted once) and with it.
+  size_t data_before = 0, data_after = 0;
+  size_t diff_before = 0, diff_after = 0;
+  // For each buffer, the blobs placed in it.
+  std::vector<std::vector<int>> data_buffer_blobs, diff_buffer_blobs;
+  // The static part, kept for re-planning after a Reshape: per blob its alias group (the
+  // blobs that must share memory), per group its lifetime in steps (forward steps 0..L-1,
+  // backward steps L..2L-1) and whether it is planned.
+  struct Group {
+    std::vector<int> blobs;
+    int first = 0, last = -1;
+    bool planned = false;
+  };
+  std::vector<Group> data_groups, diff_groups;
+};
+
+// `mode` kInference: forward only, data buffers are reused once their last consumer ran.
+// kTraining: data live until the backward of the last layer that reads it; diffs shared.
+// Blobs named in `keep` (and their aliases) keep their own memory. The net must have no plan
+// applied (its blobs share memory only as its layers make them share).
+MemoryPlanLayout PlanNetMemory(const Net& net, MemoryPlan mode, const std::set<std::string>& keep);
+// Recomputes sizes, buffers and totals of `layout` from the blobs' current shapes.
+void AssignMemoryBuffers(const Net& net, MemoryPlanLayout* layout);
+
+}  // namespace crema

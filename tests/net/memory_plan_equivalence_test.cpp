@@ -1,0 +1,200 @@
+// The memory plan changes no result: every zoo deploy net forwards to bit-identical outputs with
+// and without an inference plan, and SGD iterations on lenet, cifar10_quick and a net with
+// BatchNorm, Split, Flatten and Concat give bit-identical weights with and without a training
+// plan.
+#include <google/protobuf/text_format.h>
+#include <gtest/gtest.h>
+
+#include <filesystem>
+#include <random>
+
+#include "crema/net.hpp"
+#include "net/memory_plan.hpp"
+#include "net/proto_io.hpp"
+
+namespace crema {
+namespace {
+
+void FillRandom(Blob* blob, unsigned seed, int classes = 0) {
+  std::mt19937 rng(seed);
+  std::uniform_real_distribution<float> uniform(-1.0f, 1.0f);
+  float* x = blob->mutable_cpu_data<float>();
+  for (int64_t i = 0; i < blob->count(); ++i)
+    x[i] = classes > 0 ? static_cast<float>(rng() % classes) : uniform(rng);
+}
+
+std::unique_ptr<Net> BuildNet(const NetParameter& param, Phase phase, MemoryPlan plan) {
+  NetOptions options;
+  options.override_state = true;
+  options.state.set_phase(phase);
+  options.verbose = false;
+  options.memory_plan = plan;
+  return std::make_unique<Net>(param, options);
+}
+
+void ExpectSameOutputs(const Net& plain, const Net& planned, const std::string& what) {
+  ASSERT_EQ(plain.output_blobs().size(), planned.output_blobs().size());
+  for (size_t j = 0; j < plain.output_blobs().size(); ++j) {
+    const Blob& a = *plain.output_blobs()[j];
+    const Blob& b = *planned.output_blobs()[j];
+    ASSERT_EQ(a.shape(), b.shape());
+    const float* x = a.cpu_data<float>();
+    const float* y = b.cpu_data<float>();
+    int64_t differing = 0;
+    for (int64_t i = 0; i < a.count(); ++i) differing += x[i] != y[i];
+    EXPECT_EQ(differing, 0) << what << ": output " << j << " differs in " << differing << " of "
+                            << a.count() << " values";
+  }
+}
+
+class ZooDeploy : public testing::TestWithParam<std::string> {};
+
+TEST_P(ZooDeploy, InferencePlanGivesIdenticalOutputs) {
+  const std::string path = std::string(CREMA_SOURCE_DIR) + "/models/" + GetParam();
+  NetParameter param;
+  ReadNetParamsFromTextFile(path, &param);
+  auto plain = BuildNet(param, TEST, MemoryPlan::kOff);
+  auto planned = BuildNet(param, TEST, MemoryPlan::kInference);
+  planned->ShareTrainedLayersWith(*plain);
+  const MemoryPlanLayout layout = PlanNetMemory(*plain, MemoryPlan::kInference, {});
+  EXPECT_LT(layout.data_after, layout.data_before);
+  // Batch 2 keeps the big nets quick; the reshape also re-plans.
+  for (Net* net : {plain.get(), planned.get()}) {
+    for (size_t i = 0; i < net->input_blobs().size(); ++i) {
+      Blob* input = net->input_blobs()[i];
+      std::vector<int> shape = input->shape();
+      if (!shape.empty()) shape[0] = std::min(shape[0], 2);
+      input->Reshape(shape);
+    }
+    net->Reshape();
+  }
+  for (int pass = 0; pass < 2; ++pass) {
+    for (Net* net : {plain.get(), planned.get()})
+      for (size_t i = 0; i < net->input_blobs().size(); ++i)
+        FillRandom(net->input_blobs()[i], 100 * pass + static_cast<unsigned>(i));
+    plain->Forward();
+    planned->Forward();
+    ExpectSameOutputs(*plain, *planned, GetParam() + " pass " + std::to_string(pass));
+  }
+}
+
+INSTANTIATE_TEST_SUITE_P(
+    Models, ZooDeploy,
+    testing::Values("lenet/lenet.prototxt", "cifar10_quick/deploy.prototxt",
+                    "cifar10_full/deploy.prototxt", "bvlc_alexnet/deploy.prototxt",
+                    "bvlc_reference_caffenet/deploy.prototxt", "bvlc_googlenet/deploy.prototxt",
+                    "squeezenet_v1.1/deploy.prototxt", "mobilenet_v1/deploy.prototxt",
+                    "mobilenet_v2/deploy.prototxt", "resnet50/deploy.prototxt",
+                    "vgg16/deploy.prototxt"),
+    [](const testing::TestParamInfo<std::string>& info) {
+      std::string name = info.param.substr(0, info.param.find('/'));
+      for (char& c : name)
+        if (!std::isalnum(static_cast<unsigned char>(c))) c = '_';
+      return name;
+    });
+
+TEST(ZooDeployList, CoversEveryModel) {
+  // A new model folder must be added to the list above.
+  int folders = 0;
+  for (const auto& entry :
+       std::filesystem::directory_iterator(std::string(CREMA_SOURCE_DIR) + "/models"))
+    folders += entry.is_directory();
+  EXPECT_EQ(folders, 11);
+}
+
+// Data layers become Input layers of the same tops (batch `batch`, images C x H x W).
+NetParameter WithInputs(NetParameter param, int batch, int channels, int height, int width) {
+  for (LayerParameter& layer : *param.mutable_layer()) {
+    if (layer.type() != "Data") continue;
+    LayerParameter input;
+    input.set_name(layer.name());
+    input.set_type("Input");
+    *input.mutable_top() = layer.top();
+    *input.mutable_include() = layer.include();
+    BlobShape* image = input.mutable_input_param()->add_shape();
+    for (int d : {batch, channels, height, width}) image->add_dim(d);
+    input.mutable_input_param()->add_shape()->add_dim(batch);
+    layer = input;
+  }
+  return param;
+}
+
+// Plain SGD (lr 0.01, no momentum) on both nets with the same batches; weights must stay equal.
+void ExpectSameTraining(const NetParameter& param, int iterations, int classes) {
+  auto plain = BuildNet(param, TRAIN, MemoryPlan::kOff);
+  auto planned = BuildNet(param, TRAIN, MemoryPlan::kTraining);
+  NetParameter weights;
+  plain->ToProto(&weights);
+  planned->CopyTrainedLayersFrom(weights);
+  // The plan does share gradient buffers here.
+  const MemoryPlanLayout layout = PlanNetMemory(*plain, MemoryPlan::kTraining, {});
+  EXPECT_LT(layout.diff_after, layout.diff_before);
+  for (int it = 0; it < iterations; ++it) {
+    for (Net* net : {plain.get(), planned.get()}) {
+      FillRandom(net->input_blobs()[0], it);
+      FillRandom(net->input_blobs()[1], 1000 + it, classes);
+      net->ClearParamDiffs();
+      net->Forward();
+      net->Backward();
+      for (Blob* p : net->learnable_params()) p->scale_diff(0.01);
+      net->Update();
+    }
+    ExpectSameOutputs(*plain, *planned, "iteration " + std::to_string(it));
+  }
+  ASSERT_EQ(plain->learnable_params().size(), planned->learnable_params().size());
+  for (size_t j = 0; j < plain->learnable_params().size(); ++j) {
+    const Blob& a = *plain->learnable_params()[j];
+    const Blob& b = *planned->learnable_params()[j];
+    for (int64_t i = 0; i < a.count(); ++i)
+      ASSERT_EQ(a.cpu_data<float>()[i], b.cpu_data<float>()[i]) << "param " << j << " at " << i;
+  }
+}
+
+NetParameter ZooNet(const std::string& file) {
+  NetParameter param;
+  ReadNetParamsFromTextFile(std::string(CREMA_SOURCE_DIR) + "/models/" + file, &param);
+  return param;
+}
+
+TEST(TrainingPlan, LeNetSgdGivesIdenticalWeights) {
+  ExpectSameTraining(WithInputs(ZooNet("lenet/lenet_train_test.prototxt"), 8, 1, 28, 28), 3, 10);
+}
+
+TEST(TrainingPlan, Cifar10QuickSgdGivesIdenticalWeights) {
+  ExpectSameTraining(WithInputs(ZooNet("cifar10_quick/train_val.prototxt"), 8, 3, 32, 32), 3, 10);
+}
+
+// BatchNorm + Scale, a branch (Split) joined by Concat, Sigmoid, Flatten and TanH.
+const char* kBatchNormNet = R"(
+  name: "bn"
+  layer { name: "data" type: "Input" top: "data" top: "label"
+          input_param { shape { dim: 4 dim: 3 dim: 10 dim: 10 } shape { dim: 4 } } }
+  layer { name: "conv1" type: "Convolution" bottom: "data" top: "conv1"
+          convolution_param { num_output: 8 kernel_size: 3 weight_filler { type: "xavier" } } }
+  layer { name: "bn1" type: "BatchNorm" bottom: "conv1" top: "conv1" }
+  layer { name: "scale1" type: "Scale" bottom: "conv1" top: "conv1" scale_param { bias_term: true } }
+  layer { name: "relu1" type: "ReLU" bottom: "conv1" top: "conv1" }
+  layer { name: "a" type: "Convolution" bottom: "conv1" top: "a"
+          convolution_param { num_output: 4 kernel_size: 1 weight_filler { type: "xavier" } } }
+  layer { name: "b" type: "Convolution" bottom: "conv1" top: "b"
+          convolution_param { num_output: 4 kernel_size: 3 pad: 1 weight_filler { type: "xavier" } } }
+  layer { name: "bn_b" type: "BatchNorm" bottom: "b" top: "bn_b" }
+  layer { name: "cat" type: "Concat" bottom: "a" bottom: "bn_b" top: "cat" }
+  layer { name: "sig" type: "Sigmoid" bottom: "cat" top: "sig" }
+  layer { name: "pool" type: "Pooling" bottom: "sig" top: "pool"
+          pooling_param { pool: AVE kernel_size: 2 stride: 2 } }
+  layer { name: "flat" type: "Flatten" bottom: "pool" top: "flat" }
+  layer { name: "tanh" type: "TanH" bottom: "flat" top: "drop" }
+  layer { name: "ip" type: "InnerProduct" bottom: "drop" top: "ip"
+          inner_product_param { num_output: 5 weight_filler { type: "xavier" } } }
+  layer { name: "loss" type: "SoftmaxWithLoss" bottom: "ip" bottom: "label" top: "loss" }
+)";
+
+TEST(TrainingPlan, BatchNormNetSgdGivesIdenticalWeights) {
+  NetParameter param;
+  ASSERT_TRUE(google::protobuf::TextFormat::ParseFromString(kBatchNormNet, &param));
+  ExpectSameTraining(param, 4, 5);
+}
+
+}  // namespace
+}  // namespace crema
