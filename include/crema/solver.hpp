@@ -25,10 +25,17 @@ struct SolverOptions {
   std::string base_dir;
   // Draw a live progress line on stdout (the CLI sets this when stdout is a terminal).
   bool progress = false;
+  // Data-parallel training (solvers/distributed.hpp): gradients averaged in buckets of about
+  // this many bytes, overlapped with backward when `overlap_allreduce`.
+  size_t allreduce_bucket_bytes = size_t{25} << 20;
+  bool overlap_allreduce = true;
 };
 
 class ProgressLine;
 class TrainingLog;
+namespace dist {
+class GradientReducer;
+}
 
 class Solver {
  public:
@@ -154,6 +161,8 @@ class Solver {
   std::vector<std::vector<std::pair<Layer*, DataLayerState>>> test_start_states_;
   // The train net's Data layers that ShardTrainData sharded by rank.
   std::set<std::string> auto_sharded_;
+  // Averages the gradients over the ranks (multi-process runs only).
+  std::unique_ptr<dist::GradientReducer> reducer_;
 };
 
 class SolverRegistry {

@@ -697,6 +697,9 @@ void Solver::Step(int iters) {
   auto timer = Clock::now();
   int iterations_last = iter_;
   OpenTrainingLog();
+  if (dist::Active() && !reducer_)
+    reducer_ = std::make_unique<dist::GradientReducer>(*net_, options_.allreduce_bucket_bytes,
+                                                       options_.overlap_allreduce);
   auto rate_timer = Clock::now();
   int rate_iter = iter_;
   double iters_per_second = 0;
@@ -713,10 +716,21 @@ void Solver::Step(int iters) {
     net_->set_debug_info(display && param_.debug_info());
     // Accumulate gradients over iter_size forward/backward passes; the loss is their mean.
     double loss = 0;
-    for (int i = 0; i < param_.iter_size(); ++i) loss += net_->ForwardBackward();
+    for (int i = 0; i < param_.iter_size(); ++i) {
+      if (reducer_ && reducer_->overlap() && i + 1 == param_.iter_size()) {
+        // The last pass layer by layer: each bucket is reduced once its layers are done.
+        loss += net_->Forward();
+        for (int layer = net_->num_layers() - 1; layer >= 0; --layer) {
+          net_->BackwardFromTo(layer, layer);
+          reducer_->LayerDone(layer);
+        }
+      } else {
+        loss += net_->ForwardBackward();
+      }
+    }
     loss /= param_.iter_size();
-    if (dist::Active()) {  // the gradient and loss of the global batch
-      dist::AverageDiffs(net_->learnable_params());
+    if (reducer_) {  // the gradient and loss of the global batch
+      reducer_->Finish();
       loss = dist::Mean(loss);
     }
     if (param_.stop_on_nonfinite_loss() && !std::isfinite(loss))
