@@ -67,6 +67,8 @@ class GradientReducer {
 
   bool overlap() const { return overlap_; }
   size_t num_buckets() const { return buckets_.size(); }
+  const std::vector<Blob*>& bucket(size_t i) const { return buckets_[i].blobs; }
+  int bucket_ready_layer(size_t i) const { return buckets_[i].ready_layer; }
   const char* transport_name() const;
   // Backward of layer `layer` is done (the last iter_size pass): starts the buckets it completes.
   void LayerDone(int layer);

@@ -13,6 +13,7 @@
 #include <string>
 #include <vector>
 
+#include "crema/device.hpp"
 #include "tools/dist_train.hpp"
 
 namespace crema::dist_test {
@@ -91,6 +92,25 @@ TEST_F(TcpTrainTest, TwoRanksEqualOneProcessWithTwiceTheBatch) {
   ExpectSameWeights(dir_ + "/single/snap_iter_7.caffemodel",
                     dir_ + "/multi/snap_iter_7.caffemodel");
   ExpectMoved(dir_ + "/single/snap_iter_7.caffemodel");
+}
+
+TEST_F(TcpTrainTest, TwoGpuRanksThroughNcclEqualOneGpuWithTwiceTheBatch) {
+  // Each rank takes the GPU of its LOCAL_RANK; gradients go through NCCL (when built with it).
+  if (CudaDeviceCount() < 2) GTEST_SKIP() << "fewer than 2 CUDA devices";
+  const std::string single = Solver("single", 6, 1, 7, "solver_mode: GPU\n");
+  const std::string multi = Solver("multi", 3, 1, 7, "solver_mode: GPU\n");
+  ASSERT_EQ(ExitCode(std::system(CremaTrain("--solver " + single, "single.log").c_str())), 0)
+      << Log("single.log");
+  ASSERT_EQ(TrainTwo("--solver " + multi), (std::vector<int>{0, 0}))
+      << Log("rank0.log") << Log("rank1.log");
+  EXPECT_NE(Log("rank1.log").find("cuda:1"), std::string::npos) << Log("rank1.log");
+#ifdef CREMA_WITH_NCCL
+  EXPECT_NE(Log("rank0.log").find("Gradients averaged with NCCL"), std::string::npos)
+      << Log("rank0.log");
+#endif
+  // GPU sums run in another order for batch 3 + 3 than for 6.
+  ExpectSameWeights(dir_ + "/single/snap_iter_7.caffemodel", dir_ + "/multi/snap_iter_7.caffemodel",
+                    1e-4);
 }
 
 TEST_F(TcpTrainTest, OverlapWithBackwardChangesNoBit) {
