@@ -375,18 +375,28 @@ void Solver::InitTrainNet() {
 void Solver::ShardTrainData(NetParameter* net_param) {
   const int rank = dist::Rank(), world = dist::WorldSize();
   for (LayerParameter& layer : *net_param->mutable_layer()) {
-    if (layer.type() != "Data") continue;
-    if (layer.data_param().has_shard_id() || layer.data_param().has_num_shards()) {
-      LOG(INFO) << "Data layer \"" << layer.name() << "\" keeps the sharding of its prototxt ("
-                << "shard_id " << layer.data_param().shard_id() << " of num_shards "
-                << layer.data_param().num_shards() << ") on rank " << rank;
-      continue;
-    }
-    layer.mutable_data_param()->set_shard_id(static_cast<uint32_t>(rank));
-    layer.mutable_data_param()->set_num_shards(static_cast<uint32_t>(world));
-    auto_sharded_.insert(layer.name());
-    LOG(INFO) << "Data layer \"" << layer.name() << "\" is sharded by rank: rank r of " << world
-              << " reads the records i with i % " << world << " == r";
+    // The source's records i with i % world == rank, for each layer type that shards.
+    auto shard = [&](auto* param, const char* field) {
+      if (param->has_shard_id() || param->has_num_shards()) {
+        LOG(INFO) << layer.type() << " layer \"" << layer.name()
+                  << "\" keeps the sharding of its prototxt (" << field << ".shard_id "
+                  << param->shard_id() << " of num_shards " << param->num_shards() << ") on rank "
+                  << rank;
+        return;
+      }
+      param->set_shard_id(static_cast<uint32_t>(rank));
+      param->set_num_shards(static_cast<uint32_t>(world));
+      auto_sharded_.insert(layer.name());
+      LOG(INFO) << layer.type() << " layer \"" << layer.name()
+                << "\" is sharded by rank: rank r of " << world << " reads the records i with i % "
+                << world << " == r";
+    };
+    if (layer.type() == "Data")
+      shard(layer.mutable_data_param(), "data_param");
+    else if (layer.type() == "ImageData")
+      shard(layer.mutable_image_data_param(), "image_data_param");
+    else if (layer.type() == "HDF5Data")
+      shard(layer.mutable_hdf5_data_param(), "hdf5_data_param");
   }
 }
 
@@ -667,7 +677,8 @@ void Solver::RestoreDataStates(const SolverState& state, const std::string& stat
       if (saved->type() != layer->type())
         CREMA_THROW_CONFIG(state_file, ": data_state of layer \"", layer->name(), "\" is for a ",
                            saved->type(), " layer, but the net's layer is ", layer->type());
-      if (k == 0 && auto_sharded_.count(layer->name()) && dist::Rank() > 0) {
+      if (k == 0 && auto_sharded_.count(layer->name()) && dist::Rank() > 0 &&
+          layer->type() == std::string("Data")) {
         // The state is rank 0's (shard 0); every shard has read as many records of its own.
         DataLayerState mine = *saved;
         const int64_t world = dist::WorldSize(), shard_records = layer->NumRecords();
@@ -675,6 +686,17 @@ void Solver::RestoreDataStates(const SolverState& state, const std::string& stat
         mine.set_position((shard_records > 0 ? index % shard_records : 0) * world + dist::Rank());
         if (saved->pass_size() >= 0) mine.set_pass_size(shard_records);
         layer->RestoreDataState(mine);
+        continue;
+      }
+      if (k == 0 && auto_sharded_.count(layer->name()) && dist::Rank() > 0) {
+        // ImageData, HDF5Data: positions within the shard; with shards of one size (and the
+        // same seed on every rank) rank 0's state is this rank's too.
+        try {
+          layer->RestoreDataState(*saved);
+        } catch (const RuntimeError&) {
+          LOG(WARNING) << "rank " << dist::Rank() << ": layer \"" << layer->name()
+                       << "\" does not resume exactly: its shard differs in size from rank 0's";
+        }
         continue;
       }
       layer->RestoreDataState(*saved);

@@ -25,12 +25,20 @@ namespace fs = std::filesystem;
 
 constexpr int kRecords = 20;  // 10 per rank: the batches wrap mid-pass
 
-inline std::string Net(const std::string& source, int batch) {
-  return R"(name: "mlp"
-layer { name: "data" type: "Data" top: "x" top: "label"
+// `source`: an LMDB, or a list of .h5 files (`hdf5`) holding the same records, already scaled.
+inline std::string Net(const std::string& source, int batch, bool hdf5 = false) {
+  const std::string data = hdf5 ? R"(layer { name: "data" type: "HDF5Data" top: "x" top: "label"
+  hdf5_data_param { source: ")" + source +
+                                      R"(" batch_size: )" + std::to_string(batch) + R"( } }
+)"
+                                : R"(layer { name: "data" type: "Data" top: "x" top: "label"
   transform_param { scale: 0.0078125 }
-  data_param { source: ")" +
-         source + R"(" backend: LMDB batch_size: )" + std::to_string(batch) + R"( } }
+  data_param { source: ")" + source + R"(" backend: LMDB batch_size: )" +
+                                      std::to_string(batch) + R"( } }
+)";
+  return R"(name: "mlp"
+)" + data +
+         R"(
 layer { name: "ip1" type: "InnerProduct" bottom: "x" top: "h"
   inner_product_param { num_output: 6 weight_filler { type: "gaussian" std: 0.3 }
                         bias_filler { type: "uniform" min: -0.1 max: 0.1 } } }
@@ -49,17 +57,19 @@ class DistTrainTest : public ::testing::Test {
     dir_ = ::testing::TempDir() + "/" + prefix + "_" + info->name();
     fs::remove_all(dir_);
     fs::create_directories(dir_);
-    source_ = testing_db::WriteDatumDb(
-        prefix + "_db_" + info->name(), kRecords, 2, 2, 2,
-        [](int i, int j) { return static_cast<uint8_t>((i * 37 + j * 11 + i * j * 5) % 256); },
-        [](int i) { return (i * 7) % 3; });
+    source_ =
+        testing_db::WriteDatumDb(prefix + "_db_" + info->name(), kRecords, 2, 2, 2, Pixel, Label);
   }
+  static uint8_t Pixel(int i, int j) {
+    return static_cast<uint8_t>((i * 37 + j * 11 + i * j * 5) % 256);
+  }
+  static int Label(int i) { return (i * 7) % 3; }
 
   // Writes <name>_net.prototxt and <name>_solver.prototxt; returns the solver path.
   std::string Solver(const std::string& name, int batch, int iter_size, int max_iter,
                      const std::string& extra = "") {
     const std::string net = dir_ + "/" + name + "_net.prototxt";
-    std::ofstream(net) << Net(source_, batch);
+    std::ofstream(net) << Net(source_, batch, hdf5_);
     const std::string solver = dir_ + "/" + name + "_solver.prototxt";
     std::ofstream(solver) << "net: \"" << net << "\"\n"
                           << "type: \"SGD\" base_lr: 0.5 momentum: 0.9 weight_decay: 0.01\n"
@@ -136,6 +146,7 @@ class DistTrainTest : public ::testing::Test {
   }
 
   std::string dir_, source_;
+  bool hdf5_ = false;  // source_ lists .h5 files
 };
 
 }  // namespace crema::dist_test

@@ -13,7 +13,9 @@
 #include <string>
 #include <vector>
 
+#include "crema/blob.hpp"
 #include "crema/device.hpp"
+#include "io/hdf5.hpp"
 #include "tools/dist_train.hpp"
 
 namespace crema::dist_test {
@@ -92,6 +94,39 @@ TEST_F(TcpTrainTest, TwoRanksEqualOneProcessWithTwiceTheBatch) {
   ExpectSameWeights(dir_ + "/single/snap_iter_7.caffemodel",
                     dir_ + "/multi/snap_iter_7.caffemodel");
   ExpectMoved(dir_ + "/single/snap_iter_7.caffemodel");
+}
+
+TEST_F(TcpTrainTest, HDF5DataIsShardedByRankToo) {
+  // The records of the DB in two .h5 files of 9 and 11 rows (the shards cross the files).
+  std::ofstream list(dir_ + "/h5.txt");
+  for (int file = 0, first = 0; file < 2; first += file == 0 ? 9 : 11, ++file) {
+    const int rows = file == 0 ? 9 : 11;
+    Blob x(std::vector<int>{rows, 2, 2, 2}), label(std::vector<int>{rows});
+    for (int r = 0; r < rows; ++r) {
+      for (int j = 0; j < 8; ++j)
+        x.mutable_cpu_data<float>()[r * 8 + j] = Pixel(first + r, j) * 0.0078125f;
+      label.mutable_cpu_data<float>()[r] = static_cast<float>(Label(first + r));
+    }
+    const std::string path = dir_ + "/part" + std::to_string(file) + ".h5";
+    Hdf5File h5(path, Hdf5File::Mode::kCreate);
+    WriteBlobToHDF5(h5.id(), "x", x, false);
+    WriteBlobToHDF5(h5.id(), "label", label, false);
+    h5.Close();
+    list << path << "\n";
+  }
+  list.close();
+  source_ = dir_ + "/h5.txt";
+  hdf5_ = true;
+  const std::string single = Solver("single", 6, 1, 7);
+  const std::string multi = Solver("multi", 3, 1, 7);
+  ASSERT_EQ(ExitCode(std::system(CremaTrain("--solver " + single, "single.log").c_str())), 0)
+      << Log("single.log");
+  ASSERT_EQ(TrainTwo("--solver " + multi), (std::vector<int>{0, 0}))
+      << Log("rank0.log") << Log("rank1.log");
+  EXPECT_NE(Log("rank0.log").find("HDF5Data layer \"data\" is sharded by rank"), std::string::npos)
+      << Log("rank0.log");
+  ExpectSameWeights(dir_ + "/single/snap_iter_7.caffemodel",
+                    dir_ + "/multi/snap_iter_7.caffemodel");
 }
 
 TEST_F(TcpTrainTest, TwoGpuRanksThroughNcclEqualOneGpuWithTwiceTheBatch) {
