@@ -58,9 +58,11 @@ class Transport : public AllReduce {
 // The MPI job this process was started in (mpirun, srun: their environment variables), or null.
 std::unique_ptr<Transport> JoinMpi();
 // The torchrun-style group (RANK, WORLD_SIZE, LOCAL_RANK, MASTER_ADDR, MASTER_PORT set), or null
-// when RANK and WORLD_SIZE are not both set. Rank 0 listens on MASTER_ADDR:MASTER_PORT; every
-// other rank connects to it; CREMA_DIST_TIMEOUT (seconds, default 1800) bounds the rendezvous and
-// every wait for another rank. ConfigError for bad values, RuntimeError when the group cannot form.
+// when RANK and WORLD_SIZE are not both set. Rank 0 listens on MASTER_ADDR:MASTER_PORT (+1 when
+// torchrun's agent holds that port: TORCHELASTIC_USE_AGENT_STORE=True; CREMA_MASTER_PORT
+// overrides); every other rank connects to it; CREMA_DIST_TIMEOUT (seconds, default 1800) bounds
+// the rendezvous and every wait for another rank. ConfigError for bad values, RuntimeError when the
+// group cannot form.
 std::unique_ptr<Transport> JoinTcp();
 // NCCL for gradients held on `device` (a GPU), its unique id broadcast from rank 0 over
 // `transport`; null when crema was built without NCCL.

@@ -160,7 +160,8 @@ class TcpTransport final : public Transport {
       close(listener);
       if (bind_error == EADDRINUSE)
         CREMA_THROW_RUNTIME("rank 0 cannot listen on ", Where(), ": the port is in use (another ",
-                            "job, or one that has not ended); choose another MASTER_PORT");
+                            "job, or one that has not ended); choose another MASTER_PORT (or ",
+                            "CREMA_MASTER_PORT)");
       if (bind_error == EADDRNOTAVAIL)
         CREMA_THROW_RUNTIME("rank 0 cannot listen on ", Where(), ": MASTER_ADDR is not an ",
                             "address of this machine (rank 0 must run on the MASTER_ADDR host)");
@@ -427,6 +428,11 @@ std::unique_ptr<Transport> JoinTcp() {
       CREMA_THROW_CONFIG("environment: WORLD_SIZE=", world,
                          " but MASTER_PORT is not set (the port rank 0 listens on)");
     port = static_cast<int>(EnvInt("MASTER_PORT", 0, 1, 65535));
+    // torchrun's agent may keep its own store listening on MASTER_PORT for its workers
+    // (TORCHELASTIC_USE_AGENT_STORE=True): then crema's rank 0 takes the next port.
+    const char* agent_store = std::getenv("TORCHELASTIC_USE_AGENT_STORE");
+    if (agent_store && std::string(agent_store) == "True" && port < 65535) ++port;
+    port = static_cast<int>(EnvInt("CREMA_MASTER_PORT", port, 1, 65535));
     if (const char* value = std::getenv("MASTER_ADDR"); value && *value) address = value;
   }
   return std::make_unique<TcpTransport>(rank, world, local_rank, address, port, timeout_s);

@@ -34,6 +34,22 @@ int FreePort() {
   return ntohs(address.sin_port);
 }
 
+// A socket listening on 127.0.0.1:`port` (as another program would), or -1.
+int ListenOn(int port) {
+  const int fd = socket(AF_INET, SOCK_STREAM, 0);
+  sockaddr_in address{};
+  address.sin_family = AF_INET;
+  address.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+  address.sin_port = htons(static_cast<uint16_t>(port));
+  const int one = 1;  // the port may be in TIME_WAIT from earlier runs
+  setsockopt(fd, SOL_SOCKET, SO_REUSEADDR, &one, sizeof(one));
+  if (bind(fd, reinterpret_cast<sockaddr*>(&address), sizeof(address)) != 0 || listen(fd, 1) != 0) {
+    close(fd);
+    return -1;
+  }
+  return fd;
+}
+
 class TcpTrainTest : public DistTrainTest {
  protected:
   void SetUp() override {
@@ -94,6 +110,21 @@ TEST_F(TcpTrainTest, TwoRanksEqualOneProcessWithTwiceTheBatch) {
   ExpectSameWeights(dir_ + "/single/snap_iter_7.caffemodel",
                     dir_ + "/multi/snap_iter_7.caffemodel");
   ExpectMoved(dir_ + "/single/snap_iter_7.caffemodel");
+}
+
+TEST_F(TcpTrainTest, UnderTorchrunsAgentStoreRankZeroTakesTheNextPort) {
+  // torchrun's agent listens on MASTER_PORT (TORCHELASTIC_USE_AGENT_STORE=True); so does this
+  // test: the ranks meet on MASTER_PORT + 1.
+  const int agent = ListenOn(port_);
+  ASSERT_GE(agent, 0);
+  const std::string args = "--solver " + Solver("run", 3, 1, 2);
+  const auto codes =
+      RunAll({Env(0, 2, "TORCHELASTIC_USE_AGENT_STORE=True") + CremaTrain(args, "rank0.log"),
+              Env(1, 2, "TORCHELASTIC_USE_AGENT_STORE=True") + CremaTrain(args, "rank1.log")});
+  close(agent);
+  EXPECT_EQ(codes, (std::vector<int>{0, 0})) << Log("rank0.log") << Log("rank1.log");
+  EXPECT_NE(Log("rank0.log").find("127.0.0.1:" + std::to_string(port_ + 1)), std::string::npos)
+      << Log("rank0.log");
 }
 
 TEST_F(TcpTrainTest, HDF5DataIsShardedByRankToo) {
@@ -216,15 +247,8 @@ TEST_F(TcpTrainTest, RendezvousErrorsSayWhatIsWrong) {
       << Log("rank0.log");
   EXPECT_NE(Log("rank1.log").find("refused rank 1"), std::string::npos) << Log("rank1.log");
   // A port in use.
-  const int fd = socket(AF_INET, SOCK_STREAM, 0);
-  sockaddr_in address{};
-  address.sin_family = AF_INET;
-  address.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
-  address.sin_port = htons(static_cast<uint16_t>(port_));
-  const int one = 1;  // the port may be in TIME_WAIT from the runs above
-  setsockopt(fd, SOL_SOCKET, SO_REUSEADDR, &one, sizeof(one));
-  ASSERT_EQ(bind(fd, reinterpret_cast<sockaddr*>(&address), sizeof(address)), 0);
-  ASSERT_EQ(listen(fd, 1), 0);
+  const int fd = ListenOn(port_);
+  ASSERT_GE(fd, 0);
   EXPECT_EQ(RunAll({Env(0, 2) + CremaTrain("--solver " + solver, "busy.log")}),
             (std::vector<int>{1}));
   close(fd);
