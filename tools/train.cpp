@@ -31,8 +31,14 @@ DEFINE_bool(resume, false,
             "--snapshot auto; with none yet, say so and start from iteration 0.");
 
 DEFINE_bool(scale_lr_by_world, false,
-            "Under mpirun -np N: multiply base_lr by N (the linear scaling rule for a global "
+            "With N processes (mpirun -np N, WORLD_SIZE=N): multiply base_lr by N (the linear "
+            "scaling rule for a global "
             "batch N times the per-process one); no effect in a single process.");
+DEFINE_double(allreduce_bucket_mb, 25,
+              "Multi-process runs: gradients are averaged in buckets of about this many MB.");
+DEFINE_bool(overlap_allreduce, true,
+            "Multi-process runs: average each bucket of gradients while backward goes on "
+            "(same results as after backward).");
 
 namespace crema::cli {
 namespace {
@@ -158,9 +164,11 @@ Device TrainDevice(const SolverParameter& param) {
                    << " (or crema was built without CUDA); training on the CPU";
       return Device::Cpu();
     }
-    SetCudaDevice(param.device_id());
+    // Several processes: each takes the GPU of its rank on the node (LOCAL_RANK).
+    const int id = dist::Active() ? dist::LocalRank() % CudaDeviceCount() : param.device_id();
+    SetCudaDevice(id);
     ApplyGpuMathFlags();
-    return Device::Cuda(param.device_id());
+    return Device::Cuda(id);
   }
   return Device::Cpu();
 }
@@ -228,6 +236,10 @@ int TrainOnThisRank() {
 
   SolverOptions options;
   options.device = TrainDevice(param);
+  if (FLAGS_allreduce_bucket_mb <= 0)
+    CREMA_THROW_CONFIG("--allreduce_bucket_mb must be > 0, got ", FLAGS_allreduce_bucket_mb);
+  options.allreduce_bucket_bytes = static_cast<size_t>(FLAGS_allreduce_bucket_mb * (1 << 20));
+  options.overlap_allreduce = FLAGS_overlap_allreduce;
   options.source = source;
   options.train_net_memory_plan = MemoryPlanFromFlag(MemoryPlan::kTraining);
   options.test_net_memory_plan = MemoryPlanFromFlag(MemoryPlan::kInference);
@@ -280,14 +292,16 @@ int TrainOnThisRank() {
   return 0;
 }
 
-// Under an MPI launcher (mpirun -np N) every rank trains a replica (solvers/distributed.hpp);
-// only rank 0 logs INFO, tests and writes files; a rank that fails ends the whole job.
+// Under an MPI launcher (mpirun -np N) or torchrun-style variables every rank trains a replica
+// (solvers/distributed.hpp); only rank 0 logs INFO, tests and writes files; a rank that fails ends
+// the whole job.
 int RunTrain(const std::vector<std::string>& args) {
   dist::Init();
   if (dist::Active() && !dist::IsRoot())
     FLAGS_minloglevel = std::max<int>(FLAGS_minloglevel, google::GLOG_WARNING);
   if (dist::Active())
-    LOG(INFO) << "MPI: " << dist::WorldSize() << " ranks; this is rank " << dist::Rank();
+    LOG(INFO) << dist::TransportName() << ": " << dist::WorldSize() << " ranks; this is rank "
+              << dist::Rank() << " (local rank " << dist::LocalRank() << ")";
   int code = 0;
   try {
     code = TrainOnThisRank();
@@ -354,14 +368,17 @@ CREMA_REGISTER_VERB(
     "loss and outputs, every test's scores) and TensorBoard events in "
     "<snapshot_prefix>_tensorboard/. On a terminal (--progress auto) a live progress line "
     "replaces the INFO log.\n\n"
-    "Multi-process (data-parallel) training when crema is built with MPI: `mpirun -np N crema "
-    "train --solver S` runs one replica per rank; gradients are averaged over the ranks before "
+    "Multi-process (data-parallel) training: `mpirun -np N crema train --solver S` (built with "
+    "MPI), or N processes started with torchrun-style RANK, WORLD_SIZE, LOCAL_RANK, MASTER_ADDR "
+    "and MASTER_PORT (a TCP group; NCCL for GPU nets), runs one replica per rank; gradients are "
+    "averaged over the ranks before "
     "every update, rank 0's weights are broadcast at the start, the train net's Data layers read "
     "shard `rank` of N (unless their data_param sets shard_id/num_shards), and only rank 0 logs, "
     "tests and writes snapshots and logs. The global batch is N x batch_size x iter_size; "
     "--scale_lr_by_world multiplies base_lr by N. See "
     "docs/distributed.md.",
     {"memory_plan", "solver", "weights", "snapshot", "resume", "set", "gpu", "math",
-     "cudnn_workspace_mb", "deterministic", "check_nan", "scale_lr_by_world", "stage", "level",
-     "sigint_effect", "sighup_effect", "progress", "skip_mismatched", "freeze"},
+     "cudnn_workspace_mb", "deterministic", "check_nan", "scale_lr_by_world",
+     "allreduce_bucket_mb", "overlap_allreduce", "stage", "level", "sigint_effect",
+     "sighup_effect", "progress", "skip_mismatched", "freeze"},
     &crema::cli::RunTrain);

@@ -29,10 +29,17 @@ struct SolverOptions {
   // (whose outputs only are read, unless a caller reads test_nets() blobs).
   MemoryPlan train_net_memory_plan = MemoryPlan::kOff;
   MemoryPlan test_net_memory_plan = MemoryPlan::kInference;
+  // Data-parallel training (solvers/distributed.hpp): gradients averaged in buckets of about
+  // this many bytes, overlapped with backward when `overlap_allreduce`.
+  size_t allreduce_bucket_bytes = size_t{25} << 20;
+  bool overlap_allreduce = true;
 };
 
 class ProgressLine;
 class TrainingLog;
+namespace dist {
+class GradientReducer;
+}
 
 class Solver {
  public:
@@ -158,6 +165,8 @@ class Solver {
   std::vector<std::vector<std::pair<Layer*, DataLayerState>>> test_start_states_;
   // The train net's Data layers that ShardTrainData sharded by rank.
   std::set<std::string> auto_sharded_;
+  // Averages the gradients over the ranks (multi-process runs only).
+  std::unique_ptr<dist::GradientReducer> reducer_;
 };
 
 class SolverRegistry {

@@ -33,6 +33,12 @@ void HDF5DataLayer::LayerSetUp(const BlobVec& bottom, const BlobVec& top) {
                     "hdf5_data_param.batch_size", "must be > 0, got ", param.batch_size());
   batch_size_ = static_cast<int>(param.batch_size());
   shuffle_ = param.shuffle();
+  CREMA_CHECK_PARAM(param.num_shards() > 0, "hdf5_data_param.num_shards", "must be > 0, got ",
+                    param.num_shards());
+  CREMA_CHECK_PARAM(param.shard_id() < param.num_shards(), "hdf5_data_param.shard_id",
+                    "must be < num_shards (", param.num_shards(), "), got ", param.shard_id());
+  shard_id_ = param.shard_id();
+  num_shards_ = param.num_shards();
   CREMA_CHECK_PARAM(layer_param_.top_size() == static_cast<int>(top.size()), "top",
                     "HDF5Data reads the dataset named like each top, so every top needs a name: ",
                     layer_param_.top_size(), " names for ", top.size(), " tops");
@@ -48,6 +54,19 @@ void HDF5DataLayer::LayerSetUp(const BlobVec& bottom, const BlobVec& top) {
     throw RuntimeError(ErrorPrefix("hdf5_data_param.source") +
                        StrCat("hdf5_data_param.source '", source_, "' lists no HDF5 files"));
   LOG(INFO) << "HDF5Data layer \"" << name() << "\": " << files_.size() << " files in " << source_;
+  first_rows_.assign(1, 0);
+  if (num_shards_ > 1) {  // each file's first row among the rows of all files, for the shard
+    for (const std::string& path : files_) first_rows_.push_back(first_rows_.back() + Rows(path));
+    const int64_t total = first_rows_.back(), id = shard_id_, shards = num_shards_;
+    num_records_ = total > id ? (total - id + shards - 1) / shards : 0;
+    if (num_records_ == 0)
+      throw RuntimeError(ErrorPrefix("hdf5_data_param.shard_id") +
+                         StrCat("the files of '", source_, "' hold ", total,
+                                " rows, none of them in shard_id ", shard_id_, " of num_shards ",
+                                num_shards_));
+    LOG(INFO) << "HDF5Data layer \"" << name() << "\" reads shard " << shard_id_ << " of "
+              << num_shards_ << ": " << num_records_ << " of " << total << " rows";
+  }
 
   file_permutation_.resize(files_.size());
   std::iota(file_permutation_.begin(), file_permutation_.end(), 0);
@@ -59,6 +78,7 @@ void HDF5DataLayer::LayerSetUp(const BlobVec& bottom, const BlobVec& top) {
   row_shapes_.clear();
   LoadFile();
   current_row_ = 0;
+  if (row_permutation_.empty()) NextFile();
 
   for (size_t i = 0; i < top.size(); ++i) {
     if (top[i]->dtype() != dtype_) top[i]->set_dtype(dtype_);
@@ -106,38 +126,48 @@ void HDF5DataLayer::LoadFile() {
     // The helpers report missing objects and odd types as ConfigError; here it is the data.
     throw RuntimeError(ErrorPrefix() + StrCat("HDF5 file '", path, "': ", e.what()));
   }
-  row_permutation_.resize(data_[0]->shape(0));
-  std::iota(row_permutation_.begin(), row_permutation_.end(), 0);
+  // The rows of the shard (all without sharding), in order or shuffled.
+  row_permutation_.clear();
+  const int64_t offset = num_shards_ > 1 ? first_rows_[file_permutation_[current_file_]] : 0;
+  for (int64_t row = 0; row < data_[0]->shape(0); ++row)
+    if ((offset + row) % num_shards_ == shard_id_) row_permutation_.push_back(row);
   if (shuffle_) std::shuffle(row_permutation_.begin(), row_permutation_.end(), rng_);
 }
 
-void HDF5DataLayer::NextRow() {
-  if (++current_row_ < data_[0]->shape(0)) return;
-  if (files_.size() > 1) {
+void HDF5DataLayer::NextFile() {
+  do {  // a file may hold no row of the shard; set-up made sure that some file does
     if (++current_file_ == static_cast<int>(files_.size())) {
       current_file_ = 0;
       if (shuffle_) std::shuffle(file_permutation_.begin(), file_permutation_.end(), rng_);
       DLOG(INFO) << "HDF5Data layer \"" << name() << "\" loops around to the first file";
     }
     LoadFile();  // shuffles the new file's rows
-  } else if (shuffle_) {
+  } while (row_permutation_.empty());
+}
+
+void HDF5DataLayer::NextRow() {
+  if (++current_row_ < static_cast<int64_t>(row_permutation_.size())) return;
+  if (files_.size() > 1)
+    NextFile();
+  else if (shuffle_)
     std::shuffle(row_permutation_.begin(), row_permutation_.end(), rng_);
-  }
   current_row_ = 0;
+}
+
+int64_t HDF5DataLayer::Rows(const std::string& path) const {
+  try {
+    Hdf5File file(path, Hdf5File::Mode::kRead);
+    const std::vector<int> shape = Hdf5DatasetShape(file.id(), top_names_[0]);
+    return shape.empty() ? 0 : shape[0];
+  } catch (const std::exception& e) {
+    throw RuntimeError(ErrorPrefix() + StrCat("HDF5 file '", path, "': ", e.what()));
+  }
 }
 
 int64_t HDF5DataLayer::NumRecords() const {
   if (num_records_ < 0) {
     int64_t rows = 0;
-    for (const std::string& path : files_) {
-      try {
-        Hdf5File file(path, Hdf5File::Mode::kRead);
-        const std::vector<int> shape = Hdf5DatasetShape(file.id(), top_names_[0]);
-        if (!shape.empty()) rows += shape[0];
-      } catch (const std::exception& e) {
-        throw RuntimeError(ErrorPrefix() + StrCat("HDF5 file '", path, "': ", e.what()));
-      }
-    }
+    for (const std::string& path : files_) rows += Rows(path);
     num_records_ = rows;
   }
   return num_records_;
@@ -173,8 +203,8 @@ void HDF5DataLayer::RestoreDataState(const DataLayerState& state) {
   file_permutation_.assign(state.file_order().begin(), state.file_order().end());
   current_file_ = static_cast<int>(state.file());
   LoadFile();
-  const int64_t rows = data_[0]->shape(0);
-  if (state.position() >= rows || (shuffle_ && state.order_size() != rows))
+  const int64_t rows = data_[0]->shape(0), shard_rows = row_permutation_.size();
+  if (state.position() >= shard_rows || (shuffle_ && state.order_size() != shard_rows))
     throw RuntimeError(changed);
   if (shuffle_) {
     row_permutation_.assign(state.order().begin(), state.order().end());

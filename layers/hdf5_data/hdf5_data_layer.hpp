@@ -13,7 +13,11 @@
 // Errors: a source or .h5 file that can't be read, a missing dataset, mismatched rows or trailing
 // dims -> RuntimeError naming the file. transform_param is refused (ConfigError), as Caffe.
 // No bottoms, no backward.
-// Params: hdf5_data_param { source, batch_size, shuffle (default false) }.
+// shard_id / num_shards (crema): read only the rows whose index i over all the files, in list
+// order, has i % num_shards == shard_id (as the Data layer's shards, one per process of a
+// multi-process run); NumRecords then counts the shard's rows.
+// Params: hdf5_data_param { source, batch_size, shuffle (default false), shard_id (default 0),
+// num_shards (default 1) }.
 #include <cstdint>
 #include <memory>
 #include <random>
@@ -48,6 +52,9 @@ class HDF5DataLayer final : public Layer {
   // Reads the datasets of file `file_permutation_[current_file_]` into data_.
   void LoadFile();
   void NextRow();
+  // Loads the next file (in file_permutation_) that holds rows of the shard.
+  void NextFile();
+  int64_t Rows(const std::string& path) const;  // of the first top's dataset
 
   std::string source_;
   int batch_size_ = 0;
@@ -62,6 +69,8 @@ class HDF5DataLayer final : public Layer {
   int64_t current_row_ = 0;
   std::mt19937 rng_;
   mutable int64_t num_records_ = -1;  // counted on first use
+  int64_t shard_id_ = 0, num_shards_ = 1;
+  std::vector<int64_t> first_rows_;  // with shards: file k's first row among all files' rows
 };
 
 }  // namespace crema

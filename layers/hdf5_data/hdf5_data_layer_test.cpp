@@ -2,6 +2,7 @@
 
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <fstream>
 #include <set>
 #include <string>
@@ -156,6 +157,55 @@ TEST(HDF5DataLayer, Errors) {
       "hdf5_data_param { source: '" +
       WriteList(dir, {good}) + "' batch_size: 1 }");
   EXPECT_THROW(transform->SetUp({}, {&data}), ConfigError);
+}
+
+TEST(HDF5DataLayer, ShardsReadEveryNthRowOverAllFiles) {
+  // Rows over the files in list order: 0-2 file1, 3-4 file2, 5-8 file3; shard r of N reads the
+  // rows i with i % N == r (file2 holds none of shard 1 of 4: it is passed over).
+  const std::string dir = TempDir();
+  const std::string list =
+      WriteList(dir, {WriteH5(dir, 1, 3), WriteH5(dir, 2, 2), WriteH5(dir, 3, 4)});
+  std::vector<double> all = {100, 101, 102, 200, 201, 300, 301, 302, 303};  // labels, in order
+  auto make = [&](int shard, int shards, int batch, bool shuffle) {
+    return CreateLayer(
+        "type: 'HDF5Data' top: 'data' top: 'label' hdf5_data_param { source: '" + list +
+            "' batch_size: " + std::to_string(batch) + (shuffle ? " shuffle: true" : "") +
+            " shard_id: " + std::to_string(shard) + " num_shards: " + std::to_string(shards) + " }",
+        DataType::kFloat64);
+  };
+  for (int shards : {1, 2, 3, 4}) {
+    std::vector<int> seen(all.size(), 0);
+    for (int shard = 0; shard < shards; ++shard) {
+      std::vector<double> mine;
+      for (size_t i = shard; i < all.size(); i += shards) {
+        mine.push_back(all[i]);
+        ++seen[i];
+      }
+      auto layer = make(shard, shards, 1, false);
+      Blob data, label;
+      layer->SetUp({}, {&data, &label});
+      EXPECT_EQ(layer->NumRecords(), static_cast<int64_t>(mine.size()));
+      for (size_t n = 0; n < 2 * mine.size(); ++n) {  // two passes
+        layer->Forward({}, {&data, &label});
+        const double expected = mine[n % mine.size()];
+        ASSERT_EQ(DataOf(label)[0], expected) << shards << " " << shard << " " << n;
+        const int id = static_cast<int>(expected) / 100, row = static_cast<int>(expected) % 100;
+        EXPECT_EQ(DataOf(data), Rows(id, {row}));
+      }
+      SetRandomSeed(5);
+      auto shuffled = make(shard, shards, static_cast<int>(mine.size()), true);
+      shuffled->SetUp({}, {&data, &label});
+      shuffled->Forward({}, {&data, &label});
+      std::vector<double> labels = DataOf(label);
+      std::sort(labels.begin(), labels.end());
+      EXPECT_EQ(labels, mine) << shards << " " << shard;
+    }
+    EXPECT_EQ(seen, std::vector<int>(all.size(), 1));
+  }
+  Blob data, label;
+  EXPECT_THROW(make(3, 3, 1, false)->SetUp({}, {&data, &label}), ConfigError);
+  EXPECT_THROW(make(0, 0, 1, false)->SetUp({}, {&data, &label}), ConfigError);
+  EXPECT_THROW(make(9, 10, 1, false)->SetUp({}, {&data, &label}), RuntimeError);  // no rows
 }
 
 }  // namespace

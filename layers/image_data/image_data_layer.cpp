@@ -112,6 +112,10 @@ void ImageDataLayer::LayerSetUp(const BlobVec& bottom, const BlobVec& top) {
   is_color_ = param.is_color();
   shuffle_ = param.shuffle();
   skip_bad_ = param.on_bad_record() == DataParameter::SKIP;
+  CREMA_CHECK_PARAM(param.num_shards() > 0, "image_data_param.num_shards", "must be > 0, got ",
+                    param.num_shards());
+  CREMA_CHECK_PARAM(param.shard_id() < param.num_shards(), "image_data_param.shard_id",
+                    "must be < num_shards (", param.num_shards(), "), got ", param.shard_id());
 
   std::ifstream list(source_);
   if (!list)
@@ -119,6 +123,7 @@ void ImageDataLayer::LayerSetUp(const BlobVec& bottom, const BlobVec& top) {
                        StrCat("cannot open image_data_param.source '", source_, "'"));
   lines_.clear();
   std::string line;
+  int64_t listed = 0;  // image lines so far, for the shard
   for (int number = 1; std::getline(list, line); ++number) {
     if (!line.empty() && line.back() == '\r') line.pop_back();
     if (line.find_first_not_of(" \t") == std::string::npos) continue;
@@ -127,11 +132,16 @@ void ImageDataLayer::LayerSetUp(const BlobVec& bottom, const BlobVec& top) {
       throw RuntimeError(
           ErrorPrefix("image_data_param.source") +
           StrCat("line ", number, " of '", source_, "' is not \"path label\": '", line, "'"));
+    if (listed++ % param.num_shards() != param.shard_id()) continue;
     lines_.emplace_back(line.substr(0, pos), std::atoi(line.c_str() + pos + 1));
   }
   if (lines_.empty())
-    throw RuntimeError(ErrorPrefix("image_data_param.source") +
-                       StrCat("image_data_param.source '", source_, "' lists no images"));
+    throw RuntimeError(
+        ErrorPrefix("image_data_param.source") +
+        StrCat("image_data_param.source '", source_, "' lists ",
+               listed == 0 ? "no images"
+                           : StrCat(listed, " images, none of them in shard_id ", param.shard_id(),
+                                    " of num_shards ", param.num_shards())));
   order_.resize(lines_.size());
   for (size_t i = 0; i < order_.size(); ++i) order_[i] = static_cast<int64_t>(i);
 
@@ -148,8 +158,10 @@ void ImageDataLayer::LayerSetUp(const BlobVec& bottom, const BlobVec& top) {
     shuffle_rng_.seed(NextSeed());
     ShuffleLines();
   }
-  LOG(INFO) << "ImageData layer \"" << name() << "\": " << lines_.size() << " images in "
-            << source_;
+  LOG(INFO) << "ImageData layer \"" << name() << "\": " << lines_.size() << " images in " << source_
+            << (param.num_shards() > 1
+                    ? StrCat(" (shard ", param.shard_id(), " of ", param.num_shards(), ")")
+                    : "");
   line_id_ = 0;
   if (param.rand_skip() > 0) {
     const uint32_t skip = static_cast<uint32_t>(ThreadRng()()) % param.rand_skip();

@@ -16,15 +16,17 @@
 // transform_param by the net upgrade.
 // Resuming (SaveDataState / RestoreDataState): the next line, the shuffled order of the list,
 // the shuffle's and the transformer's generators and the bad-image counters. NumRecords: the
-// lines of the list.
+// lines of the list (of the shard).
 // Errors: the list can't be read, is empty or has a line without label -> RuntimeError naming
 // the file; an image that is missing or can't be read or decoded -> on_bad_record STOP (the
 // default): RuntimeError naming its path; SKIP: the next line is used instead, with a warning
 // the first few times and a count; rand_skip not smaller than the list, or new_height/new_width
 // set alone -> ConfigError. No backward.
+// shard_id / num_shards (crema): keep only the lines i (0-based) with i % num_shards == shard_id,
+// before shuffling, as the Data layer's shards (one per process of a multi-process run).
 // Params: image_data_param { source, root_folder, batch_size (default 1), shuffle, rand_skip,
 // new_height, new_width, is_color (default true); crema-only: decode_threads (0: auto),
-// on_bad_record (STOP or SKIP) }.
+// on_bad_record (STOP or SKIP), shard_id (default 0), num_shards (default 1) }.
 #include <cstdint>
 #include <exception>
 #include <memory>
@@ -68,7 +70,7 @@ class ImageDataLayer final : public Layer {
   struct Item {
     std::string path;
     int label = 0;
-    int line = 0;  // in the list as read, for messages
+    int line = 0;  // in the list (of the shard) as read, for messages
     std::vector<uint8_t> pixels;
     DataTransformer::Image image;
   };

@@ -2,6 +2,7 @@
 
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <cmath>
 #include <cstdint>
 #include <fstream>
@@ -166,6 +167,56 @@ TEST(ImageDataLayer, ShuffleAndSkipKeepEveryImage) {
   }
 }
 
+void ExpectRuntimeError(Layer* layer, const std::string& needle) {
+  Blob data, label;
+  try {
+    layer->SetUp({}, {&data, &label});
+    layer->Forward({}, {&data, &label});
+    FAIL() << "expected RuntimeError";
+  } catch (const RuntimeError& e) {
+    EXPECT_NE(std::string(e.what()).find(needle), std::string::npos) << e.what();
+  }
+}
+
+TEST(ImageDataLayer, ShardsReadEveryNthLine) {
+  // Shard r of N reads the lines r, r + N, ... (in order; a shuffle permutes only those).
+  Fixture f(7);
+  for (int shards : {1, 2, 3}) {
+    std::vector<int> seen(7, 0);
+    for (int shard = 0; shard < shards; ++shard) {
+      std::vector<double> mine;
+      for (int i = shard; i < 7; i += shards) mine.push_back(5 + i);
+      const std::string sharding =
+          " shard_id: " + std::to_string(shard) + " num_shards: " + std::to_string(shards);
+      auto layer = f.Make("batch_size: 1" + sharding);
+      Blob data, label;
+      layer->SetUp({}, {&data, &label});
+      EXPECT_EQ(layer->NumRecords(), static_cast<int64_t>(mine.size()));
+      for (size_t n = 0; n < 2 * mine.size(); ++n) {  // two passes
+        layer->Forward({}, {&data, &label});
+        ASSERT_EQ(DataOf(label)[0], mine[n % mine.size()]) << shards << " " << shard << " " << n;
+        const int i = static_cast<int>(mine[n % mine.size()]) - 5;
+        EXPECT_EQ(DataOf(data)[0], Expected(i, 0, 0, 0));
+        if (n < mine.size()) ++seen[i];
+      }
+      SetRandomSeed(3);
+      auto shuffled =
+          f.Make("batch_size: " + std::to_string(mine.size()) + " shuffle: true" + sharding);
+      shuffled->SetUp({}, {&data, &label});
+      shuffled->Forward({}, {&data, &label});
+      std::vector<double> labels = DataOf(label);
+      std::sort(labels.begin(), labels.end());
+      EXPECT_EQ(labels, mine) << shards << " " << shard;
+    }
+    EXPECT_EQ(seen, std::vector<int>(7, 1)) << shards;  // the shards partition the list
+  }
+  Blob data, label;
+  EXPECT_THROW(f.Make("shard_id: 2 num_shards: 2")->SetUp({}, {&data, &label}), ConfigError);
+  EXPECT_THROW(f.Make("num_shards: 0")->SetUp({}, {&data, &label}), ConfigError);
+  Fixture two(2);
+  ExpectRuntimeError(two.Make("shard_id: 2 num_shards: 3").get(), "none of them in shard_id 2");
+}
+
 TEST(ImageDataLayer, RealImages) {
   CREMA_REQUIRE_REFERENCE(dir, "real/images/chelsea.png");
   const std::string root = dir.substr(0, dir.size() - std::string("chelsea.png").size());
@@ -197,17 +248,6 @@ TEST(ImageDataLayer, RealImages) {
   for (int k = 0; k < 3 * 100 * 150; ++k) small_mean += values[k];
   small_mean /= 3 * 100 * 150;
   EXPECT_NEAR(small_mean, full_mean, 2.0);
-}
-
-void ExpectRuntimeError(Layer* layer, const std::string& needle) {
-  Blob data, label;
-  try {
-    layer->SetUp({}, {&data, &label});
-    layer->Forward({}, {&data, &label});
-    FAIL() << "expected RuntimeError";
-  } catch (const RuntimeError& e) {
-    EXPECT_NE(std::string(e.what()).find(needle), std::string::npos) << e.what();
-  }
 }
 
 TEST(ImageDataLayer, Errors) {

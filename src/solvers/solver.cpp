@@ -376,18 +376,28 @@ void Solver::InitTrainNet() {
 void Solver::ShardTrainData(NetParameter* net_param) {
   const int rank = dist::Rank(), world = dist::WorldSize();
   for (LayerParameter& layer : *net_param->mutable_layer()) {
-    if (layer.type() != "Data") continue;
-    if (layer.data_param().has_shard_id() || layer.data_param().has_num_shards()) {
-      LOG(INFO) << "Data layer \"" << layer.name() << "\" keeps the sharding of its prototxt ("
-                << "shard_id " << layer.data_param().shard_id() << " of num_shards "
-                << layer.data_param().num_shards() << ") on rank " << rank;
-      continue;
-    }
-    layer.mutable_data_param()->set_shard_id(static_cast<uint32_t>(rank));
-    layer.mutable_data_param()->set_num_shards(static_cast<uint32_t>(world));
-    auto_sharded_.insert(layer.name());
-    LOG(INFO) << "Data layer \"" << layer.name() << "\" is sharded by rank: rank r of " << world
-              << " reads the records i with i % " << world << " == r";
+    // The source's records i with i % world == rank, for each layer type that shards.
+    auto shard = [&](auto* param, const char* field) {
+      if (param->has_shard_id() || param->has_num_shards()) {
+        LOG(INFO) << layer.type() << " layer \"" << layer.name()
+                  << "\" keeps the sharding of its prototxt (" << field << ".shard_id "
+                  << param->shard_id() << " of num_shards " << param->num_shards() << ") on rank "
+                  << rank;
+        return;
+      }
+      param->set_shard_id(static_cast<uint32_t>(rank));
+      param->set_num_shards(static_cast<uint32_t>(world));
+      auto_sharded_.insert(layer.name());
+      LOG(INFO) << layer.type() << " layer \"" << layer.name()
+                << "\" is sharded by rank: rank r of " << world << " reads the records i with i % "
+                << world << " == r";
+    };
+    if (layer.type() == "Data")
+      shard(layer.mutable_data_param(), "data_param");
+    else if (layer.type() == "ImageData")
+      shard(layer.mutable_image_data_param(), "image_data_param");
+    else if (layer.type() == "HDF5Data")
+      shard(layer.mutable_hdf5_data_param(), "hdf5_data_param");
   }
 }
 
@@ -669,7 +679,8 @@ void Solver::RestoreDataStates(const SolverState& state, const std::string& stat
       if (saved->type() != layer->type())
         CREMA_THROW_CONFIG(state_file, ": data_state of layer \"", layer->name(), "\" is for a ",
                            saved->type(), " layer, but the net's layer is ", layer->type());
-      if (k == 0 && auto_sharded_.count(layer->name()) && dist::Rank() > 0) {
+      if (k == 0 && auto_sharded_.count(layer->name()) && dist::Rank() > 0 &&
+          layer->type() == std::string("Data")) {
         // The state is rank 0's (shard 0); every shard has read as many records of its own.
         DataLayerState mine = *saved;
         const int64_t world = dist::WorldSize(), shard_records = layer->NumRecords();
@@ -677,6 +688,17 @@ void Solver::RestoreDataStates(const SolverState& state, const std::string& stat
         mine.set_position((shard_records > 0 ? index % shard_records : 0) * world + dist::Rank());
         if (saved->pass_size() >= 0) mine.set_pass_size(shard_records);
         layer->RestoreDataState(mine);
+        continue;
+      }
+      if (k == 0 && auto_sharded_.count(layer->name()) && dist::Rank() > 0) {
+        // ImageData, HDF5Data: positions within the shard; with shards of one size (and the
+        // same seed on every rank) rank 0's state is this rank's too.
+        try {
+          layer->RestoreDataState(*saved);
+        } catch (const RuntimeError&) {
+          LOG(WARNING) << "rank " << dist::Rank() << ": layer \"" << layer->name()
+                       << "\" does not resume exactly: its shard differs in size from rank 0's";
+        }
         continue;
       }
       layer->RestoreDataState(*saved);
@@ -699,6 +721,9 @@ void Solver::Step(int iters) {
   auto timer = Clock::now();
   int iterations_last = iter_;
   OpenTrainingLog();
+  if (dist::Active() && !reducer_)
+    reducer_ = std::make_unique<dist::GradientReducer>(*net_, options_.allreduce_bucket_bytes,
+                                                       options_.overlap_allreduce);
   auto rate_timer = Clock::now();
   int rate_iter = iter_;
   double iters_per_second = 0;
@@ -715,10 +740,21 @@ void Solver::Step(int iters) {
     net_->set_debug_info(display && param_.debug_info());
     // Accumulate gradients over iter_size forward/backward passes; the loss is their mean.
     double loss = 0;
-    for (int i = 0; i < param_.iter_size(); ++i) loss += net_->ForwardBackward();
+    for (int i = 0; i < param_.iter_size(); ++i) {
+      if (reducer_ && reducer_->overlap() && i + 1 == param_.iter_size()) {
+        // The last pass layer by layer: each bucket is reduced once its layers are done.
+        loss += net_->Forward();
+        for (int layer = net_->num_layers() - 1; layer >= 0; --layer) {
+          net_->BackwardFromTo(layer, layer);
+          reducer_->LayerDone(layer);
+        }
+      } else {
+        loss += net_->ForwardBackward();
+      }
+    }
     loss /= param_.iter_size();
-    if (dist::Active()) {  // the gradient and loss of the global batch
-      dist::AverageDiffs(net_->learnable_params());
+    if (reducer_) {  // the gradient and loss of the global batch
+      reducer_->Finish();
       loss = dist::Mean(loss);
     }
     if (param_.stop_on_nonfinite_loss() && !std::isfinite(loss))
