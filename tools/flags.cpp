@@ -18,7 +18,8 @@ DEFINE_string(snapshot, "",
               "the solver's snapshot_prefix, as --resume.");
 DEFINE_string(gpu, "",
               "Run on GPU: a device id, e.g. --gpu 0, or 'all'. Empty (the default) runs on "
-              "the CPU.");
+              "the CPU. train: a list (--gpu 0,1) or 'all' trains on several GPUs, one process "
+              "each, batch_size per GPU (docs/distributed.md).");
 DEFINE_string(math, "fp32",
               "GPU float32 math: fp32 (exact, the default) or tf32 (cuBLAS and cuDNN may use "
               "TF32 tensor cores: faster, about 3 fewer significant digits in products).");
@@ -94,24 +95,38 @@ void RequireFlag(const char* name, const std::string& value) {
   if (value.empty()) CREMA_THROW_CONFIG("--", name, " is required");
 }
 
-Device DeviceFromFlags() {
-  if (FLAGS_gpu.empty()) return Device::Cpu();
+std::vector<int> GpuIdsFromFlag() {
+  if (FLAGS_gpu.empty()) return {};
   if (FLAGS_gpu == "all") {
-    if (CudaDeviceCount() == 0) CREMA_THROW_RUNTIME("--gpu all: no CUDA device is visible");
-    SetCudaDevice(0);
-    ApplyGpuMathFlags();
-    return Device::Cuda(0);
+    const int count = CudaDeviceCount();
+    if (count == 0) CREMA_THROW_RUNTIME("--gpu all: no CUDA device is visible");
+    std::vector<int> ids(count);
+    for (int i = 0; i < count; ++i) ids[i] = i;
+    return ids;
   }
-  std::vector<std::string> ids = SplitList(FLAGS_gpu);
-  for (const std::string& id : ids)
-    if (id.empty() || !std::all_of(id.begin(), id.end(), ::isdigit))
+  std::vector<int> ids;
+  for (const std::string& id : SplitList(FLAGS_gpu)) {
+    if (id.empty() || id.size() > 4 || !std::all_of(id.begin(), id.end(), ::isdigit))
       CREMA_THROW_CONFIG("--gpu: expected a device id, a list of ids or 'all', got \"", FLAGS_gpu,
                          "\"");
-  if (ids.size() > 1)
+    const int value = std::stoi(id);
+    if (std::find(ids.begin(), ids.end(), value) != ids.end())
+      CREMA_THROW_CONFIG("--gpu ", FLAGS_gpu, ": device ", value, " is listed twice");
+    ids.push_back(value);
+  }
+  return ids;
+}
+
+Device DeviceFromFlags(int local_rank) {
+  const std::vector<int> ids = GpuIdsFromFlag();
+  if (ids.empty()) return Device::Cpu();
+  if (ids.size() > 1 && local_rank < 0 && FLAGS_gpu != "all")
     CREMA_THROW_CONFIG("--gpu ", FLAGS_gpu,
-                       ": training on several GPUs is not available yet; "
-                       "give one device id");
-  const int id = std::stoi(ids[0]);
+                       ": only `crema train` runs on several GPUs; give one device id");
+  const int id = ids[local_rank < 0 ? 0 : local_rank % static_cast<int>(ids.size())];
+  if (id >= CudaDeviceCount())
+    CREMA_THROW_RUNTIME("--gpu ", FLAGS_gpu, ": there is no CUDA device ", id, " (",
+                        CudaDeviceCount(), " visible; crema device_query lists them)");
   SetCudaDevice(id);
   ApplyGpuMathFlags();
   return Device::Cuda(id);

@@ -32,9 +32,13 @@ DECLARE_bool(memory_plan);
 
 namespace crema::cli {
 
-// --gpu "" -> CPU; "0" -> cuda:0; "all" -> every device (the first one, until multi-GPU);
-// ConfigError for anything else.
-Device DeviceFromFlags();
+// --gpu: "" -> none; "0,2" -> {0, 2}; "all" -> every visible device (RuntimeError without
+// one); ConfigError for anything else.
+std::vector<int> GpuIdsFromFlag();
+// The device of --gpu ("" -> CPU), made current with the --math settings. A list of ids is for
+// `crema train`, whose ranks pass their rank on this machine (`local_rank`) to pick theirs;
+// elsewhere (local_rank < 0) a list is a ConfigError and "all" means the first device.
+Device DeviceFromFlags(int local_rank = -1);
 // --math, --cudnn_workspace_mb, --deterministic -> the process-wide GPU settings.
 void ApplyGpuMathFlags();
 // --phase TRAIN|TEST (case-insensitive); ConfigError otherwise. `fallback` when empty.

@@ -14,6 +14,7 @@
 #include "finetune.hpp"
 #include "flags.hpp"
 #include "io/prefetch_pool.hpp"
+#include "local_group.hpp"
 #include "net/proto_io.hpp"
 #include "overrides.hpp"
 #include "solvers/distributed.hpp"
@@ -36,6 +37,9 @@ DEFINE_bool(scale_lr_by_world, false,
             "batch N times the per-process one); no effect in a single process.");
 DEFINE_double(allreduce_bucket_mb, 25,
               "Multi-process runs: gradients are averaged in buckets of about this many MB.");
+DEFINE_int32(nproc, 1,
+             "Train with N processes on this machine (data-parallel, batch_size per process), "
+             "as --gpu 0,1 does with one process per GPU; see docs/distributed.md.");
 DEFINE_bool(overlap_allreduce, true,
             "Multi-process runs: average each bucket of gradients while backward goes on "
             "(same results as after backward).");
@@ -155,7 +159,7 @@ void WriteEffectiveSolver(const SolverParameter& param) {
 }
 
 Device TrainDevice(const SolverParameter& param) {
-  if (!FLAGS_gpu.empty()) return DeviceFromFlags();
+  if (!FLAGS_gpu.empty()) return DeviceFromFlags(StartedAsRank() ? dist::LocalRank() : -1);
   // Without --gpu, an explicit `solver_mode: GPU` (with device_id) chooses the device, as in
   // Caffe; the proto's implicit default (GPU) does not.
   if (param.has_solver_mode() && param.solver_mode() == SolverParameter::GPU) {
@@ -296,6 +300,8 @@ int TrainOnThisRank() {
 // (solvers/distributed.hpp); only rank 0 logs INFO, tests and writes files; a rank that fails ends
 // the whole job.
 int RunTrain(const std::vector<std::string>& args) {
+  int group_code = 0;
+  if (RunLocalGroup(&group_code)) return group_code;
   dist::Init();
   if (dist::Active() && !dist::IsRoot())
     FLAGS_minloglevel = std::max<int>(FLAGS_minloglevel, google::GLOG_WARNING);
@@ -319,7 +325,8 @@ int RunTrain(const std::vector<std::string>& args) {
 CREMA_REGISTER_VERB(
     train, "train", "train or fine-tune a net from a solver prototxt",
     "crema train --solver SOLVER.prototxt [--weights A.caffemodel[,B] | --snapshot "
-    "S.solverstate | --resume] [--set FIELD=VALUE ...] [--gpu ID] [--stage S] [--level L] "
+    "S.solverstate | --resume] [--set FIELD=VALUE ...] [--gpu ID[,ID...]|all] [--nproc N] "
+    "[--stage S] [--level L] "
     "[--skip-mismatched] [--freeze REGEX ...] [--sigint_effect stop|snapshot|none] "
     "[--sighup_effect stop|snapshot|none]\n\n"
     "Builds the solver's train and test nets, optionally copies weights into all of them "
@@ -370,15 +377,35 @@ CREMA_REGISTER_VERB(
     "replaces the INFO log.\n\n"
     "Multi-process (data-parallel) training: `mpirun -np N crema train --solver S` (built with "
     "MPI), or N processes started with torchrun-style RANK, WORLD_SIZE, LOCAL_RANK, MASTER_ADDR "
-    "and MASTER_PORT (a TCP group; NCCL for GPU nets), runs one replica per rank; gradients are "
+    "and MASTER_PORT (a TCP group; NCCL for GPU nets), or `crema train --gpu 0,1` (--gpu all) / "
+    "`--nproc N`, which starts one process per GPU (or N) on this machine itself, runs one "
+    "replica per rank; gradients are "
     "averaged over the ranks before "
     "every update, rank 0's weights are broadcast at the start, the train net's Data layers read "
     "shard `rank` of N (unless their data_param sets shard_id/num_shards), and only rank 0 logs, "
     "tests and writes snapshots and logs. The global batch is N x batch_size x iter_size; "
     "--scale_lr_by_world multiplies base_lr by N. See "
     "docs/distributed.md.",
-    {"memory_plan", "solver", "weights", "snapshot", "resume", "set", "gpu", "math",
-     "cudnn_workspace_mb", "deterministic", "check_nan", "scale_lr_by_world",
-     "allreduce_bucket_mb", "overlap_allreduce", "stage", "level", "sigint_effect",
-     "sighup_effect", "progress", "skip_mismatched", "freeze"},
+    {"memory_plan",
+     "solver",
+     "weights",
+     "snapshot",
+     "resume",
+     "set",
+     "gpu",
+     "math",
+     "cudnn_workspace_mb",
+     "deterministic",
+     "check_nan",
+     "scale_lr_by_world",
+     "allreduce_bucket_mb",
+     "overlap_allreduce",
+     "nproc",
+     "stage",
+     "level",
+     "sigint_effect",
+     "sighup_effect",
+     "progress",
+     "skip_mismatched",
+     "freeze"},
     &crema::cli::RunTrain);

@@ -102,8 +102,12 @@ class ClassifyTest : public ::testing::Test {
     WriteText(dir_ + "/images/notes.txt", "not an image");
   }
   void Solid(const std::string& name, uint8_t r, uint8_t g, uint8_t b) {
-    std::vector<uint8_t> pixels;
-    for (int i = 0; i < 4; ++i) pixels.insert(pixels.end(), {r, g, b});
+    std::vector<uint8_t> pixels(12);
+    for (int i = 0; i < 4; ++i) {
+      pixels[3 * i] = r;
+      pixels[3 * i + 1] = g;
+      pixels[3 * i + 2] = b;
+    }
     WritePng(dir_ + "/images/" + name, 2, 2, 3, pixels);
   }
   std::string Image(const std::string& name) { return dir_ + "/images/" + name; }

@@ -106,11 +106,15 @@ TEST(ZooReadmes, EveryReadmeHasTheRequiredKeys) {
         EXPECT_EQ(keys.at(kv.first).find_first_not_of("0123456789abcdef"), std::string::npos)
             << name;
       }
-      if (!any) EXPECT_TRUE(keys.count("checksum_note")) << name;
+      if (!any) {
+        EXPECT_TRUE(keys.count("checksum_note")) << name;
+      }
       EXPECT_TRUE(keys.count("size")) << name;
     }
     for (const char* file : {"deploy.prototxt", "train_val.prototxt", "solver.prototxt"})
-      if (name != "lenet") EXPECT_TRUE(fs::exists(entry.path() / file)) << name << " " << file;
+      if (name != "lenet") {
+        EXPECT_TRUE(fs::exists(entry.path() / file)) << name << " " << file;
+      }
   }
   EXPECT_GE(count, 11);
 }
