@@ -57,6 +57,12 @@ void PrintMemoryPlan(const Net& net, MemoryPlan mode) {
     for (size_t k = 0; k < sizes.size(); ++k) out += (k ? " " : "") + StrCat("#", k, "=", sizes[k]);
     return out.empty() ? std::string("none") : out;
   };
+  if (mode == MemoryPlan::kInference) {
+    std::string names;
+    for (int l : layout.in_place_layers) names += " " + net.layer_names()[l];
+    std::printf("  run in place: %zu layer%s%s\n", layout.in_place_layers.size(),
+                layout.in_place_layers.size() == 1 ? "" : "s", names.c_str());
+  }
   std::printf("  data buffers: %s\n  diff buffers: %s\n", buffers(layout.data_buffers).c_str(),
               buffers(layout.diff_buffers).c_str());
   const size_t before = layout.data_before + layout.diff_before;

@@ -14,6 +14,8 @@
 
 namespace crema {
 
+class Workspace;
+
 class Layer {
  public:
   explicit Layer(const LayerParameter& param);
@@ -82,6 +84,14 @@ class Layer {
   }
   void set_param_propagate_down(int param_id, bool value);
 
+  // Scratch memory shared with the other layers of a net (src/core/workspace.hpp); a layer
+  // without one makes its own.
+  void set_workspace(std::shared_ptr<Workspace> workspace) { workspace_ = std::move(workspace); }
+  // Set by a net planned for inference (MemoryPlan::kInference): Backward will not run, so the
+  // layer may skip keeping what only Backward reads; Backward then throws RuntimeError.
+  void set_forward_only(bool value) { forward_only_ = value; }
+  bool forward_only() const { return forward_only_; }
+
   void set_device(const Device& device) { device_ = device; }
   const Device& device() const { return device_; }
   // Element type used for tops and learnable blobs created by this layer.
@@ -112,11 +122,14 @@ class Layer {
   std::vector<double> loss_;
   Device device_;
   DataType dtype_ = DataType::kFloat32;
+  Workspace& workspace();
 
  private:
   void CheckBlobCounts(const BlobVec& bottom, const BlobVec& top) const;
   void SetLossWeights(const BlobVec& top);
   Locator locator_;
+  std::shared_ptr<Workspace> workspace_;
+  bool forward_only_ = false;
 };
 
 // A layer with one bottom and one top of the same shape (element-wise functions).

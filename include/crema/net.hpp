@@ -47,6 +47,9 @@ struct NetOptions {
   MemoryPlan memory_plan = MemoryPlan::kOff;
   // Blobs that keep their own memory (and values) under a memory plan.
   std::vector<std::string> keep_blobs;
+  // Under an inference plan, layers that allow it run in place where that is legal (their
+  // bottom is planned and read by nothing after them); results are identical.
+  bool memory_plan_in_place = true;
 };
 
 // The outcome of copying weights into a net: the layers (with params) copied, and the layers
@@ -229,10 +232,13 @@ class Net {
   bool check_finite_ = false;
   MemoryPlan memory_plan_ = MemoryPlan::kOff;
   std::vector<std::string> keep_blobs_;
+  bool memory_plan_in_place_ = true;
   std::unique_ptr<MemoryPlanLayout> memory_layout_;
   // Per blob, the planned buffer it was given (empty when none).
   std::vector<std::weak_ptr<SyncedMemory>> planned_data_, planned_diff_;
   bool memory_plan_stale_ = false;
+  // Scratch shared by the layers (layers run one at a time).
+  std::shared_ptr<Workspace> workspace_;
 };
 
 // NetState filtering: keeps the layers whose include/exclude rules match `param.state()`.

@@ -84,7 +84,11 @@ void BatchNormLayer::Reshape(const BlobVec& bottom, const BlobVec& top) {
   num_ = in.shape(0);
   spatial_dim_ = num_ * channels_ > 0 ? in.count() / (static_cast<int64_t>(num_) * channels_) : 0;
   if (top[0] != bottom[0]) top[0]->ReshapeLike(in);
-  x_norm_.ReshapeLike(in);
+  // Global statistics: Backward does not read y, so none is kept.
+  if (use_global_stats_)
+    x_norm_.Reshape(std::vector<int>{0});
+  else
+    x_norm_.ReshapeLike(in);
   std_.assign(channels_, 1.0);
 }
 
@@ -126,10 +130,15 @@ void BatchNormLayer::ForwardT(const Blob& bottom, Blob* top) {
     }
   }
   for (int c = 0; c < channels_; ++c) std_[c] = std::sqrt(var[c] + eps_);
-  T* x_norm = x_norm_.mutable_cpu_data<T>();
+  T* x_norm = use_global_stats_ ? nullptr : x_norm_.mutable_cpu_data<T>();
   cpu::ForEachChannelPlane(num_, channels_, spatial_dim_, [&](int64_t c, int64_t offset) {
     const T mu = static_cast<T>(mean[c]);
     const T inv_std = static_cast<T>(1 / std_[c]);
+    if (x_norm == nullptr) {
+      for (int64_t i = 0; i < spatial_dim_; ++i)
+        top_data[offset + i] = (bottom_data[offset + i] - mu) * inv_std;
+      return;
+    }
     for (int64_t i = 0; i < spatial_dim_; ++i) {
       const T y = (bottom_data[offset + i] - mu) * inv_std;
       top_data[offset + i] = y;

@@ -66,7 +66,7 @@ __global__ void GlobalStats(int channels, const T* moving_mean, const T* moving_
   }
 }
 
-// y = (x - mean) * inv_std, written to the top and kept in x_norm; in place safe.
+// y = (x - mean) * inv_std, written to the top and kept in x_norm (when not null); in place safe.
 template <typename T>
 __global__ void Normalize(int64_t n, int channels, int64_t spatial, const double* stats, const T* x,
                           T* y, T* x_norm) {
@@ -76,7 +76,7 @@ __global__ void Normalize(int64_t n, int channels, int64_t spatial, const double
     const T inv_std = static_cast<T>(stats[kInvStd * channels + c]);
     const T value = (x[index] - mu) * inv_std;
     y[index] = value;
-    x_norm[index] = value;
+    if (x_norm != nullptr) x_norm[index] = value;
   }
 }
 
@@ -140,7 +140,7 @@ void BatchNormLayer::ForwardGpu(const BlobVec& bottom, const BlobVec& top) {
     if (n > 0) {
       Normalize<T><<<gpu::Blocks(n), gpu::kThreads, 0, gpu::Stream()>>>(
           n, channels_, spatial_dim_, stats, bottom_data, top[0]->mutable_gpu_data<T>(),
-          x_norm_.mutable_gpu_data<T>());
+          use_global_stats_ ? nullptr : x_norm_.mutable_gpu_data<T>());
       gpu::CheckLaunch("BatchNorm forward");
     }
   });
@@ -156,7 +156,7 @@ void BatchNormLayer::BackwardGpu(const BlobVec& top, const std::vector<bool>& pr
     // In place, top diff and bottom diff are one buffer: the sums are taken in a kernel of their
     // own before any diff is written.
     const T* top_diff = top[0]->gpu_diff<T>();
-    const T* y = x_norm_.gpu_data<T>();
+    const T* y = use_global_stats_ ? nullptr : x_norm_.gpu_data<T>();
     if (!use_global_stats_) {
       GradStats<T><<<channels_, gpu::kThreads, 0, gpu::Stream()>>>(top_diff, y, num_, channels_,
                                                                    spatial_dim_, stats);

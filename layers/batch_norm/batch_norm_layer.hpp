@@ -52,7 +52,8 @@ class BatchNormLayer final : public Layer {
   int64_t spatial_dim_ = 0;
   // Per channel, from the last Forward: sqrt(var + eps).
   std::vector<double> std_;
-  // y, kept for Backward: a later in-place layer may overwrite the top.
+  // y, kept for Backward with batch statistics (a later in-place layer may overwrite the top);
+  // empty with global statistics, whose Backward does not read it.
   Blob x_norm_;
   // GPU: per channel, in double: mean, 1 / sqrt(var + eps), mean(dy), mean(dy * y).
   Blob stats_gpu_{DataType::kFloat64};

@@ -5,6 +5,7 @@
 #include <string>
 
 #include "core/filler.hpp"
+#include "core/workspace.hpp"
 #include "math/im2col.hpp"
 #include "math/math.hpp"
 
@@ -166,10 +167,7 @@ void BaseConvolutionLayer::LayerSetUp(const BlobVec& bottom, const BlobVec& top)
   kernel_dim_ = blobs_[0]->count(1);
   weight_offset_ = conv_out_channels_ * kernel_dim_ / group_;
   param_propagate_down_.assign(blobs_.size(), true);
-  col_buffer_.set_dtype(dtype());
   bias_multiplier_.set_dtype(dtype());
-  batch_col_.set_dtype(dtype());
-  batch_out_.set_dtype(dtype());
 }
 
 void BaseConvolutionLayer::Reshape(const BlobVec& bottom, const BlobVec& top) {
@@ -208,7 +206,6 @@ void BaseConvolutionLayer::Reshape(const BlobVec& bottom, const BlobVec& top) {
   col_buffer_shape_.assign(1, static_cast<int>(kernel_dim_ * group_));
   for (int i = 0; i < num_spatial_axes_; ++i)
     col_buffer_shape_.push_back(reverse_dimensions() ? input_shape(i) : output_shape_[i]);
-  if (!is_1x1_) col_buffer_.Reshape(col_buffer_shape_);
   bottom_dim_ = bottom[0]->count(channel_axis_);
   top_dim_ = top[0]->count(channel_axis_);
   out_spatial_dim_ = top[0]->count(first_spatial_axis);
@@ -248,8 +245,9 @@ void BaseConvolutionLayer::ForwardGemm(const T* input, const T* weights, T* outp
                                        bool skip_im2col) {
   const T* col_buff = input;
   if (!is_1x1_) {
-    if (!skip_im2col) Im2colCpu(input, col_buffer_.mutable_cpu_data<T>());
-    col_buff = col_buffer_.cpu_data<T>();
+    T* col = ColBuffer<T>();
+    if (!skip_im2col) Im2colCpu(input, col);
+    col_buff = col;
   }
   for (int g = 0; g < group_; ++g) {
     cpu::Gemm<T>(cpu::Trans::kNo, cpu::Trans::kNo, conv_out_channels_ / group_,
@@ -267,7 +265,7 @@ void BaseConvolutionLayer::ForwardBias(T* output, const T* bias) {
 
 template <typename T>
 void BaseConvolutionLayer::BackwardGemm(const T* output, const T* weights, T* input) {
-  T* col_buff = is_1x1_ ? input : col_buffer_.mutable_cpu_data<T>();
+  T* col_buff = is_1x1_ ? input : ColBuffer<T>();
   for (int g = 0; g < group_; ++g) {
     cpu::Gemm<T>(cpu::Trans::kYes, cpu::Trans::kNo, static_cast<int>(kernel_dim_),
                  static_cast<int>(conv_out_spatial_dim_), conv_out_channels_ / group_, T(1),
@@ -281,8 +279,9 @@ template <typename T>
 void BaseConvolutionLayer::WeightGemm(const T* input, const T* output, T* weights) {
   const T* col_buff = input;
   if (!is_1x1_) {
-    Im2colCpu(input, col_buffer_.mutable_cpu_data<T>());
-    col_buff = col_buffer_.cpu_data<T>();
+    T* col = ColBuffer<T>();
+    Im2colCpu(input, col);
+    col_buff = col;
   }
   for (int g = 0; g < group_; ++g) {
     cpu::Gemm<T>(cpu::Trans::kNo, cpu::Trans::kYes, conv_out_channels_ / group_,
@@ -302,6 +301,20 @@ int64_t BaseConvolutionLayer::BatchChunk(int64_t bytes) const {
   const int64_t per_image = kernel_dim_ * group_ * conv_out_spatial_dim_ * bytes;
   return std::max<int64_t>(
       1, std::min<int64_t>(num_, kBatchColumnBytes / std::max<int64_t>(per_image, 1)));
+}
+
+template <typename T>
+T* BaseConvolutionLayer::ColBuffer() {
+  return workspace().Cpu<T>(kernel_dim_ * group_ * conv_out_spatial_dim_);
+}
+
+template <typename T>
+void BaseConvolutionLayer::BatchScratch(int64_t chunk, T** col, T** out) {
+  // The output part starts on a 64-byte boundary.
+  const int64_t col_count = (kernel_dim_ * group_ * conv_out_spatial_dim_ * chunk + 15) / 16 * 16;
+  const int64_t out_count = conv_out_channels_ * conv_out_spatial_dim_ * chunk;
+  *col = workspace().Cpu<T>(col_count + out_count);
+  *out = *col + col_count;
 }
 
 template <typename T>
@@ -418,12 +431,9 @@ void BaseConvolutionLayer::ForwardBatch(const T* bottom, const T* weights, const
   }
   const int64_t spatial = conv_out_spatial_dim_;
   const int64_t chunk = BatchChunk(sizeof(T));
-  const int64_t col_count = kernel_dim_ * group_ * spatial * chunk;
-  const int64_t out_count = conv_out_channels_ * spatial * chunk;
-  batch_col_.Reshape({static_cast<int>(col_count)});
-  batch_out_.Reshape({static_cast<int>(out_count)});
-  T* col = batch_col_.mutable_cpu_data<T>();
-  T* out = batch_out_.mutable_cpu_data<T>();
+  T* col = nullptr;
+  T* out = nullptr;
+  BatchScratch(chunk, &col, &out);
   const int out_per_group = conv_out_channels_ / group_;
   for (int64_t n0 = 0; n0 < num_; n0 += chunk) {
     const int64_t images = std::min(chunk, num_ - n0);
@@ -482,12 +492,9 @@ void BaseConvolutionLayer::BackwardBatch(const T* top_diff, const T* bottom, con
     return;
   }
   const int64_t chunk = BatchChunk(sizeof(T));
-  const int64_t col_count = kernel_dim_ * group_ * spatial * chunk;
-  const int64_t out_count = conv_out_channels_ * spatial * chunk;
-  batch_col_.Reshape({static_cast<int>(col_count)});
-  batch_out_.Reshape({static_cast<int>(out_count)});
-  T* col = batch_col_.mutable_cpu_data<T>();
-  T* out = batch_out_.mutable_cpu_data<T>();
+  T* col = nullptr;
+  T* out = nullptr;
+  BatchScratch(chunk, &col, &out);
   const int out_per_group = conv_out_channels_ / group_;
   for (int64_t n0 = 0; n0 < num_; n0 += chunk) {
     const int64_t images = std::min(chunk, num_ - n0);

@@ -39,7 +39,8 @@ class BaseConvolutionLayer : public Layer {
   // Spatial size of bottom[0] along spatial axis i (0-based).
   int input_shape(int i) const { return bottom_shape_[channel_axis_ + 1 + i]; }
 
-  // One image: output = weights * im2col(input).
+  // One image: output = weights * im2col(input). The columns live in the net's workspace:
+  // skip_im2col reuses those of the previous call of this layer within one Forward/Backward.
   template <typename T>
   void ForwardGemm(const T* input, const T* weights, T* output, bool skip_im2col = false);
   // One image: output += bias broadcast over the spatial positions.
@@ -59,7 +60,9 @@ class BaseConvolutionLayer : public Layer {
   // im2col'ed side by side into one column buffer (kernel_dim * group) x (images * spatial), in
   // chunks of images that keep it under kBatchColumnBytes, so each group takes one large GEMM
   // instead of one small GEMM per image; the (out channels) x (images * spatial) result is then
-  // scattered into top's (images, out channels, spatial) layout with the bias added.
+  // scattered into top's (images, out channels, spatial) layout with the bias added. Column and
+  // result buffers are borrowed from the net's workspace, so a net holds one, the largest, instead
+  // of one per layer.
   // Per-image work runs in parallel over (image, channel) pairs, each writing its own memory, so
   // results do not depend on the thread count.
   template <typename T>
@@ -125,6 +128,12 @@ class BaseConvolutionLayer : public Layer {
 
   // Images per chunk in ForwardBatch/BackwardBatch for an element of `bytes` bytes.
   int64_t BatchChunk(int64_t bytes) const;
+  // The batched column buffer and top (or its diff) as (out channels) x (images * spatial) for
+  // `chunk` images, in the net's workspace (valid during this Forward or Backward only).
+  template <typename T>
+  T* ColBuffer();  // one image's columns, in the workspace
+  template <typename T>
+  void BatchScratch(int64_t chunk, T** col, T** out);
   // Images [0, images) starting at `data` into (or, for col2im, from) a column buffer whose rows
   // hold images * conv_out_spatial_dim_ elements.
   template <typename T>
@@ -132,10 +141,7 @@ class BaseConvolutionLayer : public Layer {
   template <typename T>
   void Col2imBatch(const T* col, int64_t images, T* data);
 
-  Blob col_buffer_;
   Blob bias_multiplier_;
-  Blob batch_col_;  // the batched column buffer
-  Blob batch_out_;  // top (or its diff) as (out channels) x (images * spatial)
 };
 
 }  // namespace crema

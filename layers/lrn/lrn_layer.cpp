@@ -72,14 +72,15 @@ void LRNLayer::ForwardT(const Blob& bottom, Blob* top) {
   const T neg_beta = static_cast<T>(-beta_);
   const T* bottom_data = bottom.cpu_data<T>();
   T* top_data = top->mutable_cpu_data<T>();
-  T* scale = scale_.mutable_cpu_data<T>();
+  // Forward only, s is not kept for Backward: each image's goes where its squares were.
+  T* scale = forward_only() ? nullptr : scale_.mutable_cpu_data<T>();
   T* squares = buffer_.mutable_cpu_data<T>();
   T* sums = sums_.mutable_cpu_data<T>();
   for (int n = 0; n < num_; ++n) {
     const T* x = bottom_data + n * image;
     for (int64_t i = 0; i < image; ++i) squares[i] = x[i] * x[i];
     WindowSum(squares, sums);
-    T* s = scale + n * image;
+    T* s = scale != nullptr ? scale + n * image : squares;
     T* y = top_data + n * image;
     for (int64_t i = 0; i < image; ++i) {
       s[i] = base + coeff * sums[i];

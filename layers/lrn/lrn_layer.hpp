@@ -43,7 +43,7 @@ class LRNLayer final : public Layer {
   int size_ = 5;
   double alpha_ = 1, beta_ = 0.75, k_ = 1;
   int num_ = 0, channels_ = 0, height_ = 0, width_ = 0;
-  Blob scale_;   // s, from the last Forward
+  Blob scale_;   // s, from the last Forward (not written when forward_only())
   Blob buffer_;  // one image of squares or ratios
   Blob sums_;    // one image of window sums
 

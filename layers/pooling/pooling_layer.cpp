@@ -152,8 +152,14 @@ void PoolingLayer::Reshape(const BlobVec& bottom, const BlobVec& top) {
                     bottom[0]->shape_string(), ": the output would be empty");
   top[0]->Reshape(bottom[0]->num(), channels_, pooled_height_, pooled_width_);
   if (top.size() > 1) top[1]->ReshapeLike(*top[0]);
-  if ((pool_ == PoolingParameter::MAX && top.size() == 1) || pool_ == PoolingParameter::STOCHASTIC)
+  // Forward only, MAX keeps no argmax for Backward.
+  if ((pool_ == PoolingParameter::MAX && top.size() == 1 && !forward_only()) ||
+      pool_ == PoolingParameter::STOCHASTIC) {
     max_idx_.resize(top[0]->count());
+  } else {
+    max_idx_.clear();
+    max_idx_.shrink_to_fit();
+  }
 }
 
 template <typename T>
@@ -170,7 +176,7 @@ void PoolingLayer::ForwardT(const BlobVec& bottom, const BlobVec& top) {
       // written once per window. Planes are independent, so threads do not change results.
       const bool use_top_mask = top.size() > 1;
       T* top_mask = use_top_mask ? top[1]->mutable_cpu_data<T>() : nullptr;
-      int* mask = use_top_mask ? nullptr : max_idx_.data();
+      int* mask = use_top_mask || max_idx_.empty() ? nullptr : max_idx_.data();
       const std::vector<Window> hwin =
           Windows(pooled_height_, stride_h_, pad_h_, kernel_h_, height_, false);
       const std::vector<Window> wwin =
@@ -214,7 +220,7 @@ void PoolingLayer::ForwardT(const BlobVec& bottom, const BlobVec& top) {
               o[pw] = best;
               if (use_top_mask)
                 top_mask[base + pw] = static_cast<T>(best_index);
-              else
+              else if (mask != nullptr)
                 mask[base + pw] = best_index;
             }
           }
@@ -236,7 +242,7 @@ void PoolingLayer::ForwardT(const BlobVec& bottom, const BlobVec& top) {
             out[ph * pooled_width + pw] = best;
             if (use_top_mask)
               top_mask[pool_index] = static_cast<T>(best_index);
-            else
+            else if (mask != nullptr)
               mask[pool_index] = best_index;
           }
         }

@@ -53,7 +53,7 @@ class PoolingLayer final : public Layer {
   int channels_ = 0, height_ = 0, width_ = 0;
   int pooled_height_ = 0, pooled_width_ = 0;
   // MAX without a mask top: the argmax per output; STOCHASTIC (TRAIN): the sampled cell. Both as
-  // flat indices into the bottom plane.
+  // flat indices into the bottom plane. MAX keeps none when forward_only().
   std::vector<int> max_idx_;
   // GPU MAX without a mask top: the argmax per output as exact small integers in float.
   Blob max_idx_gpu_;

@@ -112,7 +112,7 @@ template <typename T>
 void ScaleLayer::ForwardT(const BlobVec& bottom, const BlobVec& top) {
   const T* scale = (bottom.size() > 1 ? bottom[1] : blobs_[0].get())->cpu_data<T>();
   const T* bottom_data = bottom[0]->cpu_data<T>();
-  if (top[0] == bottom[0]) {
+  if (top[0] == bottom[0] && !forward_only()) {
     T* copy = bottom_copy_.mutable_cpu_data<T>();
     cpu::ForEachChannelPlane(outer_dim_, scale_dim_, inner_dim_, [&](int64_t, int64_t offset) {
       std::copy(bottom_data + offset, bottom_data + offset + inner_dim_, copy + offset);

@@ -31,7 +31,8 @@ void ScaleLayer::ForwardGpu(const BlobVec& bottom, const BlobVec& top) {
     const T* scale = (bottom.size() > 1 ? bottom[1] : blobs_[0].get())->gpu_data<T>();
     const T* bottom_data = bottom[0]->gpu_data<T>();
     // In place, keep the bottom for the gradient of the scale.
-    if (top[0] == bottom[0]) gpu::Copy<T>(n, bottom_data, bottom_copy_.mutable_gpu_data<T>());
+    if (top[0] == bottom[0] && !forward_only())
+      gpu::Copy<T>(n, bottom_data, bottom_copy_.mutable_gpu_data<T>());
     const T* bias = bias_term_ ? blobs_[bias_param_id_]->gpu_data<T>() : nullptr;
     if (n > 0) {
       ScaleForward<T><<<gpu::Blocks(n), gpu::kThreads, 0, gpu::Stream()>>>(
@@ -51,7 +52,7 @@ void ScaleLayer::BackwardGpu(const BlobVec& top, const std::vector<bool>& propag
     // stream orders the kernels).
     if (bias_term_ && param_propagate_down(bias_param_id_))
       gpu::ReduceByAxis<T>(bias_outer_dim_, bias_dim_, bias_inner_dim_, top_diff, nullptr, true,
-                      blobs_[bias_param_id_]->mutable_gpu_diff<T>());
+                           blobs_[bias_param_id_]->mutable_gpu_diff<T>());
     const bool learned = bottom.size() == 1;
     if (learned ? param_propagate_down(0) : propagate_down[1]) {
       const T* bottom_data =
@@ -59,7 +60,7 @@ void ScaleLayer::BackwardGpu(const BlobVec& top, const std::vector<bool>& propag
               ->gpu_data<T>();
       // A learned scale accumulates (the solver clears it); bottom[1]'s diff is written.
       gpu::ReduceByAxis<T>(outer_dim_, scale_dim_, inner_dim_, top_diff, bottom_data, learned,
-                      (learned ? blobs_[0].get() : bottom[1])->mutable_gpu_diff<T>());
+                           (learned ? blobs_[0].get() : bottom[1])->mutable_gpu_diff<T>());
     }
     if (propagate_down[0] && n > 0) {
       const T* scale = (learned ? blobs_[0].get() : bottom[1])->gpu_data<T>();

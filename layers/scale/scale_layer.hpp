@@ -49,7 +49,7 @@ class ScaleLayer final : public Layer {
   int bias_param_id_ = -1;
   int64_t outer_dim_ = 0, scale_dim_ = 0, inner_dim_ = 0;
   int64_t bias_outer_dim_ = 0, bias_dim_ = 0, bias_inner_dim_ = 0;
-  // In place: a copy of bottom[0] for the gradient of the scale.
+  // In place: a copy of bottom[0] for the gradient of the scale (none when forward_only()).
   Blob bottom_copy_;
 
   CREMA_LAYER_GPU_KERNELS;

@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <cstring>
 
+#include "core/workspace.hpp"
 #include "math/math.hpp"
 
 namespace crema {
@@ -103,10 +104,18 @@ double Layer::Forward(const BlobVec& bottom, const BlobVec& top) {
 
 void Layer::Backward(const BlobVec& top, const std::vector<bool>& propagate_down,
                      const BlobVec& bottom) {
+  if (forward_only_)
+    throw RuntimeError(ErrorPrefix() +
+                       "Backward on a layer set up for forward only (a net planned for inference)");
   if (device_.is_cuda())
     BackwardGpu(top, propagate_down, bottom);
   else
     BackwardCpu(top, propagate_down, bottom);
+}
+
+Workspace& Layer::workspace() {
+  if (!workspace_) workspace_ = std::make_shared<Workspace>();
+  return *workspace_;
 }
 
 void Layer::ToProto(LayerParameter* param, bool write_diff) const {

@@ -127,9 +127,44 @@ void AssignKind(const Net& net, std::vector<MemoryPlanLayout::Group>& groups,
   }
 }
 
+// Inference: joins the data group of a layer's top to its bottom's where the layer may run in
+// place (AllowsInPlace, one bottom, one top of the same size), both groups are planned, the
+// bottom's group is last touched by this layer and the top's first: the layer then overwrites a
+// value nothing reads again.
+void RunInPlace(const Net& net, MemoryPlanLayout* layout) {
+  std::vector<MemoryPlanLayout::Group>& groups = layout->data_groups;
+  std::vector<int> group_of(net.blobs().size(), -1);
+  for (int g = 0; g < static_cast<int>(groups.size()); ++g)
+    for (int b : groups[g].blobs) group_of[b] = g;
+  for (int l = 0; l < net.num_layers(); ++l) {
+    const std::vector<int>& bottoms = net.bottom_ids(l);
+    const std::vector<int>& tops = net.top_id_vec(l);
+    if (!net.layers()[l]->AllowsInPlace() || bottoms.size() != 1 || tops.size() != 1) continue;
+    const Blob& bottom = *net.blobs()[bottoms[0]];
+    const Blob& top = *net.blobs()[tops[0]];
+    if (bottom.count() != top.count() || bottom.dtype() != top.dtype()) continue;
+    const int gb = group_of[bottoms[0]], gt = group_of[tops[0]];
+    MemoryPlanLayout::Group& from = groups[gb];
+    MemoryPlanLayout::Group& to = groups[gt];
+    if (gb == gt || !from.planned || !to.planned || from.last != l || to.first != l) continue;
+    for (int b : to.blobs) {
+      from.blobs.push_back(b);
+      group_of[b] = gb;
+    }
+    from.last = to.last;
+    to.blobs.clear();
+    to.planned = false;
+    layout->in_place_layers.push_back(l);
+  }
+  groups.erase(std::remove_if(groups.begin(), groups.end(),
+                              [](const MemoryPlanLayout::Group& g) { return g.blobs.empty(); }),
+               groups.end());
+}
+
 }  // namespace
 
-MemoryPlanLayout PlanNetMemory(const Net& net, MemoryPlan mode, const std::set<std::string>& keep) {
+MemoryPlanLayout PlanNetMemory(const Net& net, MemoryPlan mode, const std::set<std::string>& keep,
+                               bool in_place) {
   MemoryPlanLayout layout;
   layout.mode = mode;
   const int num_blobs = static_cast<int>(net.blobs().size());
@@ -234,6 +269,7 @@ MemoryPlanLayout PlanNetMemory(const Net& net, MemoryPlan mode, const std::set<s
   for (auto& group : layout.data_groups)
     settle(group, data_note, true, training,
            HeldElsewhere(group, net, data_of) ? "held by a layer" : "");
+  if (mode == MemoryPlan::kInference && in_place) RunInPlace(net, &layout);
   for (auto& group : layout.diff_groups) {
     bool used = false;
     for (int b : group.blobs) used |= diff_read[b] || diff_written[b];

@@ -39,13 +39,18 @@ struct MemoryPlanLayout {
     bool planned = false;
   };
   std::vector<Group> data_groups, diff_groups;
+  // Inference: layers whose top was put in their bottom's memory (run in place).
+  std::vector<int> in_place_layers;
 };
 
 // `mode` kInference: forward only, data buffers are reused once their last consumer ran.
 // kTraining: data live until the backward of the last layer that reads it; diffs shared.
 // Blobs named in `keep` (and their aliases) keep their own memory. The net must have no plan
-// applied (its blobs share memory only as its layers make them share).
-MemoryPlanLayout PlanNetMemory(const Net& net, MemoryPlan mode, const std::set<std::string>& keep);
+// applied (its blobs share memory only as its layers make them share). With `in_place`
+// (inference only), a layer that allows in-place computation with one bottom and one top of the
+// same size runs in place when both are planned and nothing reads the bottom after it.
+MemoryPlanLayout PlanNetMemory(const Net& net, MemoryPlan mode, const std::set<std::string>& keep,
+                               bool in_place = true);
 // Recomputes sizes, buffers and totals of `layout` from the blobs' current shapes.
 void AssignMemoryBuffers(const Net& net, MemoryPlanLayout* layout);
 

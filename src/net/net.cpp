@@ -9,6 +9,7 @@
 #include <cmath>
 #include <set>
 
+#include "core/workspace.hpp"
 #include "crema/layer_registry.hpp"
 #ifndef CREMA_NO_HDF5
 #include "io/hdf5.hpp"
@@ -58,6 +59,8 @@ std::string Net::ErrorAt(int index, const std::string& field) const {
 void Net::Init(const NetParameter& in_param, const NetOptions& options) {
   device_ = options.device;
   source_ = options.source;
+  workspace_ = std::make_shared<Workspace>();
+  memory_plan_in_place_ = options.memory_plan_in_place;
   NetParameter param_with_state = in_param;
   if (options.override_state) *param_with_state.mutable_state() = options.state;
   if (source_) original_param_ = param_with_state;
@@ -109,6 +112,7 @@ void Net::Init(const NetParameter& in_param, const NetOptions& options) {
     else if (source_)
       layer->set_locator([this](const std::string&) { return source_->path(); });
     layer->set_device(device_);
+    layer->set_workspace(workspace_);
     layers_.push_back(std::move(layer));
     layer_names_.push_back(layer_param->name());
     if (options.verbose) VLOG(1) << "Creating layer " << layer_param->name();
@@ -480,9 +484,12 @@ void Net::SetMemoryPlan(MemoryPlan mode, const std::vector<std::string>& keep_bl
     for (int i = 0; i < num_layers(); ++i) layers_[i]->Reshape(bottom_vecs_[i], top_vecs_[i]);
   memory_plan_ = mode;
   keep_blobs_ = keep_blobs;
+  // An inference plan refuses Backward, so layers may drop what only Backward reads.
+  for (auto& layer : layers_) layer->set_forward_only(mode == MemoryPlan::kInference);
   if (mode == MemoryPlan::kOff) return;
   memory_layout_ = std::make_unique<MemoryPlanLayout>(
-      PlanNetMemory(*this, mode, std::set<std::string>(keep_blobs.begin(), keep_blobs.end())));
+      PlanNetMemory(*this, mode, std::set<std::string>(keep_blobs.begin(), keep_blobs.end()),
+                    memory_plan_in_place_));
   ApplyMemoryPlan();
 }
 
