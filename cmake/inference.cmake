@@ -59,7 +59,7 @@ if(OpenMP_CXX_FOUND)
   target_link_libraries(crema_infer PRIVATE OpenMP::OpenMP_CXX)
 endif()
 if(CREMA_WITH_CUDA)
-  target_link_libraries(crema_infer PRIVATE CUDA::cudart CUDA::cublas ${CUDNN_LIBRARY})
+  target_link_libraries(crema_infer PRIVATE CUDA::cudart ${CUDNN_LIBRARY} ${CMAKE_DL_LIBS})
 endif()
 set_target_properties(crema_infer PROPERTIES VERSION ${PROJECT_VERSION}
                       SOVERSION ${PROJECT_VERSION_MAJOR}.${PROJECT_VERSION_MINOR})

@@ -1,8 +1,14 @@
 #include "core/cuda_context.hpp"
 
+#ifdef CREMA_WITH_CUDA
+#include <dlfcn.h>
+#endif
+
 #include <atomic>
 #include <map>
+#include <memory>
 #include <mutex>
+#include <string>
 
 #include "crema/error.hpp"
 
@@ -40,6 +46,47 @@ std::map<int, DeviceContext>& Contexts() {
   return *contexts;
 }
 
+// Resolves `name` in `library` into `*function`.
+template <typename Fn>
+void Resolve(void* library, const char* soname, const char* name, Fn* function) {
+  *function = reinterpret_cast<Fn>(dlsym(library, name));
+  if (*function == nullptr)
+    CREMA_THROW_RUNTIME(soname, " has no function ", name,
+                        " (an older cuBLAS than crema was built "
+                        "with?)");
+}
+
+CublasApi LoadCublas() {
+  const std::string soname = "libcublas.so." + std::to_string(CUBLAS_VER_MAJOR);
+  void* library = dlopen(soname.c_str(), RTLD_NOW | RTLD_LOCAL);
+  if (library == nullptr)
+    CREMA_THROW_RUNTIME("cannot load ", soname, " (cuBLAS, needed to run on a GPU): ", dlerror(),
+                        "; install cuBLAS ", CUBLAS_VER_MAJOR,
+                        " or add its folder to LD_LIBRARY_PATH");
+  CublasApi api;
+  const char* so = soname.c_str();
+  // The exported names: cublas_v2.h maps cublasCreate to cublasCreate_v2 and so on.
+  Resolve(library, so, "cublasCreate_v2", &api.Create);
+  Resolve(library, so, "cublasSetStream_v2", &api.SetStream);
+  Resolve(library, so, "cublasSetMathMode", &api.SetMathMode);
+  Resolve(library, so, "cublasGetStatusName", &api.GetStatusName);
+  Resolve(library, so, "cublasSgemm_v2", &api.Sgemm);
+  Resolve(library, so, "cublasDgemm_v2", &api.Dgemm);
+  Resolve(library, so, "cublasSgemmStridedBatched", &api.SgemmStridedBatched);
+  Resolve(library, so, "cublasDgemmStridedBatched", &api.DgemmStridedBatched);
+  Resolve(library, so, "cublasSgemv_v2", &api.Sgemv);
+  Resolve(library, so, "cublasDgemv_v2", &api.Dgemv);
+  Resolve(library, so, "cublasSaxpy_v2_64", &api.Saxpy_64);
+  Resolve(library, so, "cublasDaxpy_v2_64", &api.Daxpy_64);
+  Resolve(library, so, "cublasSscal_v2_64", &api.Sscal_64);
+  Resolve(library, so, "cublasDscal_v2_64", &api.Dscal_64);
+  Resolve(library, so, "cublasSdot_v2_64", &api.Sdot_64);
+  Resolve(library, so, "cublasDdot_v2_64", &api.Ddot_64);
+  Resolve(library, so, "cublasSasum_v2_64", &api.Sasum_64);
+  Resolve(library, so, "cublasDasum_v2_64", &api.Dasum_64);
+  return api;
+}
+
 cublasMath_t CublasMath(MathMode mode) {
   return mode == MathMode::kTf32 ? CUBLAS_TF32_TENSOR_OP_MATH : CUBLAS_PEDANTIC_MATH;
 }
@@ -51,14 +98,24 @@ DeviceContext& Context() {
   DeviceContext& ctx = Contexts()[device];
   if (ctx.stream == nullptr) {
     Check(cudaStreamCreateWithFlags(&ctx.stream, cudaStreamNonBlocking), "cudaStreamCreate");
-    Check(cublasCreate(&ctx.cublas), "cublasCreate");
-    Check(cublasSetStream(ctx.cublas, ctx.stream), "cublasSetStream");
-    Check(cublasSetMathMode(ctx.cublas, CublasMath(g_math_mode)), "cublasSetMathMode");
+    const CublasApi& cublas = Cublas();
+    Check(cublas.Create(&ctx.cublas), "cublasCreate");
+    Check(cublas.SetStream(ctx.cublas, ctx.stream), "cublasSetStream");
+    Check(cublas.SetMathMode(ctx.cublas, CublasMath(g_math_mode)), "cublasSetMathMode");
   }
   return ctx;
 }
 
 }  // namespace
+
+const CublasApi& Cublas() {
+  // Loaded once; a failed load throws and is tried again on the next call.
+  static std::mutex mutex;
+  static std::unique_ptr<CublasApi> api;
+  std::lock_guard<std::mutex> lock(mutex);
+  if (api == nullptr) api = std::make_unique<CublasApi>(LoadCublas());
+  return *api;
+}
 
 void Check(cudaError_t status, const char* what) {
   if (status != cudaSuccess)
@@ -68,7 +125,7 @@ void Check(cudaError_t status, const char* what) {
 
 void Check(cublasStatus_t status, const char* what) {
   if (status != CUBLAS_STATUS_SUCCESS)
-    CREMA_THROW_RUNTIME(what, " failed: ", cublasGetStatusName(status));
+    CREMA_THROW_RUNTIME(what, " failed: ", Cublas().GetStatusName(status));
 }
 
 void Check(cudnnStatus_t status, const char* what) {
@@ -96,7 +153,7 @@ void SetMathMode(MathMode mode) {
   std::lock_guard<std::mutex> lock(ContextMutex());
   for (auto& entry : Contexts())
     if (entry.second.cublas != nullptr)
-      Check(cublasSetMathMode(entry.second.cublas, CublasMath(mode)), "cublasSetMathMode");
+      Check(Cublas().SetMathMode(entry.second.cublas, CublasMath(mode)), "cublasSetMathMode");
 }
 #else
 void SetMathMode(MathMode mode) { g_math_mode = mode; }

@@ -85,8 +85,8 @@ void Gemm<float>(Trans trans_a, Trans trans_b, int m, int n, int k, float alpha,
                  const float* b, float beta, float* c) {
   const int lda = trans_a == Trans::kNo ? k : m;
   const int ldb = trans_b == Trans::kNo ? n : k;
-  Check(cublasSgemm(CublasHandle(), Op(trans_b), Op(trans_a), n, m, k, &alpha, b, ldb, a, lda,
-                    &beta, c, n),
+  Check(Cublas().Sgemm(CublasHandle(), Op(trans_b), Op(trans_a), n, m, k, &alpha, b, ldb, a, lda,
+                       &beta, c, n),
         "cublasSgemm");
 }
 template <>
@@ -94,8 +94,8 @@ void Gemm<double>(Trans trans_a, Trans trans_b, int m, int n, int k, double alph
                   const double* b, double beta, double* c) {
   const int lda = trans_a == Trans::kNo ? k : m;
   const int ldb = trans_b == Trans::kNo ? n : k;
-  Check(cublasDgemm(CublasHandle(), Op(trans_b), Op(trans_a), n, m, k, &alpha, b, ldb, a, lda,
-                    &beta, c, n),
+  Check(Cublas().Dgemm(CublasHandle(), Op(trans_b), Op(trans_a), n, m, k, &alpha, b, ldb, a, lda,
+                       &beta, c, n),
         "cublasDgemm");
 }
 
@@ -105,8 +105,8 @@ void GemmStridedBatched<float>(Trans trans_a, Trans trans_b, int m, int n, int k
                                float beta, float* c, int64_t stride_c, int batch) {
   const int lda = trans_a == Trans::kNo ? k : m;
   const int ldb = trans_b == Trans::kNo ? n : k;
-  Check(cublasSgemmStridedBatched(CublasHandle(), Op(trans_b), Op(trans_a), n, m, k, &alpha, b,
-                                  ldb, stride_b, a, lda, stride_a, &beta, c, n, stride_c, batch),
+  Check(Cublas().SgemmStridedBatched(CublasHandle(), Op(trans_b), Op(trans_a), n, m, k, &alpha, b,
+                                     ldb, stride_b, a, lda, stride_a, &beta, c, n, stride_c, batch),
         "cublasSgemmStridedBatched");
 }
 template <>
@@ -116,8 +116,8 @@ void GemmStridedBatched<double>(Trans trans_a, Trans trans_b, int m, int n, int 
                                 int batch) {
   const int lda = trans_a == Trans::kNo ? k : m;
   const int ldb = trans_b == Trans::kNo ? n : k;
-  Check(cublasDgemmStridedBatched(CublasHandle(), Op(trans_b), Op(trans_a), n, m, k, &alpha, b,
-                                  ldb, stride_b, a, lda, stride_a, &beta, c, n, stride_c, batch),
+  Check(Cublas().DgemmStridedBatched(CublasHandle(), Op(trans_b), Op(trans_a), n, m, k, &alpha, b,
+                                     ldb, stride_b, a, lda, stride_a, &beta, c, n, stride_c, batch),
         "cublasDgemmStridedBatched");
 }
 
@@ -125,53 +125,53 @@ template <>
 void Gemv<float>(Trans trans_a, int m, int n, float alpha, const float* a, const float* x,
                  float beta, float* y) {
   const cublasOperation_t op = trans_a == Trans::kNo ? CUBLAS_OP_T : CUBLAS_OP_N;
-  Check(cublasSgemv(CublasHandle(), op, n, m, &alpha, a, n, x, 1, &beta, y, 1), "cublasSgemv");
+  Check(Cublas().Sgemv(CublasHandle(), op, n, m, &alpha, a, n, x, 1, &beta, y, 1), "cublasSgemv");
 }
 template <>
 void Gemv<double>(Trans trans_a, int m, int n, double alpha, const double* a, const double* x,
                   double beta, double* y) {
   const cublasOperation_t op = trans_a == Trans::kNo ? CUBLAS_OP_T : CUBLAS_OP_N;
-  Check(cublasDgemv(CublasHandle(), op, n, m, &alpha, a, n, x, 1, &beta, y, 1), "cublasDgemv");
+  Check(Cublas().Dgemv(CublasHandle(), op, n, m, &alpha, a, n, x, 1, &beta, y, 1), "cublasDgemv");
 }
 
 template <>
 void Axpy<float>(int64_t n, float alpha, const float* x, float* y) {
-  Check(cublasSaxpy_64(CublasHandle(), n, &alpha, x, 1, y, 1), "cublasSaxpy");
+  Check(Cublas().Saxpy_64(CublasHandle(), n, &alpha, x, 1, y, 1), "cublasSaxpy");
 }
 template <>
 void Axpy<double>(int64_t n, double alpha, const double* x, double* y) {
-  Check(cublasDaxpy_64(CublasHandle(), n, &alpha, x, 1, y, 1), "cublasDaxpy");
+  Check(Cublas().Daxpy_64(CublasHandle(), n, &alpha, x, 1, y, 1), "cublasDaxpy");
 }
 template <>
 void Scal<float>(int64_t n, float alpha, float* x) {
-  Check(cublasSscal_64(CublasHandle(), n, &alpha, x, 1), "cublasSscal");
+  Check(Cublas().Sscal_64(CublasHandle(), n, &alpha, x, 1), "cublasSscal");
 }
 template <>
 void Scal<double>(int64_t n, double alpha, double* x) {
-  Check(cublasDscal_64(CublasHandle(), n, &alpha, x, 1), "cublasDscal");
+  Check(Cublas().Dscal_64(CublasHandle(), n, &alpha, x, 1), "cublasDscal");
 }
 template <>
 float Dot<float>(int64_t n, const float* x, const float* y) {
   float result = 0;
-  Check(cublasSdot_64(CublasHandle(), n, x, 1, y, 1, &result), "cublasSdot");
+  Check(Cublas().Sdot_64(CublasHandle(), n, x, 1, y, 1, &result), "cublasSdot");
   return result;
 }
 template <>
 double Dot<double>(int64_t n, const double* x, const double* y) {
   double result = 0;
-  Check(cublasDdot_64(CublasHandle(), n, x, 1, y, 1, &result), "cublasDdot");
+  Check(Cublas().Ddot_64(CublasHandle(), n, x, 1, y, 1, &result), "cublasDdot");
   return result;
 }
 template <>
 float Asum<float>(int64_t n, const float* x) {
   float result = 0;
-  Check(cublasSasum_64(CublasHandle(), n, x, 1, &result), "cublasSasum");
+  Check(Cublas().Sasum_64(CublasHandle(), n, x, 1, &result), "cublasSasum");
   return result;
 }
 template <>
 double Asum<double>(int64_t n, const double* x) {
   double result = 0;
-  Check(cublasDasum_64(CublasHandle(), n, x, 1, &result), "cublasDasum");
+  Check(Cublas().Dasum_64(CublasHandle(), n, x, 1, &result), "cublasDasum");
   return result;
 }
 
@@ -255,12 +255,11 @@ void ReduceByAxis(int64_t outer, int64_t dim, int64_t inner, const T* a, const T
                   bool accumulate, T* out) {
   if (dim == 0) return;
   if (outer * inner <= 128)
-    ReduceByThread<T><<<Blocks(dim), kThreads, 0, Stream()>>>(outer, dim, inner, a,
-                                                                             b, accumulate, out);
+    ReduceByThread<T>
+        <<<Blocks(dim), kThreads, 0, Stream()>>>(outer, dim, inner, a, b, accumulate, out);
   else
-    ReduceByBlock<T>
-        <<<static_cast<int>(dim < 65535 ? dim : 65535), kThreads, 0, Stream()>>>(
-            outer, dim, inner, a, b, accumulate, out);
+    ReduceByBlock<T><<<static_cast<int>(dim < 65535 ? dim : 65535), kThreads, 0, Stream()>>>(
+        outer, dim, inner, a, b, accumulate, out);
   CheckLaunch("reduction");
 }
 template void ReduceByAxis<float>(int64_t, int64_t, int64_t, const float*, const float*, bool,
@@ -268,22 +267,22 @@ template void ReduceByAxis<float>(int64_t, int64_t, int64_t, const float*, const
 template void ReduceByAxis<double>(int64_t, int64_t, int64_t, const double*, const double*, bool,
                                    double*);
 
-#define CREMA_INSTANTIATE_GPU_MATH(T)                                \
-  template void Axpby<T>(int64_t, T, const T*, T, T*);               \
-  template void Scale<T>(int64_t, T, const T*, T*);                  \
-  template void Copy<T>(int64_t, const T*, T*);                      \
-  template void Set<T>(int64_t, T, T*);                              \
-  template void AddScalar<T>(int64_t, T, T*);                        \
-  template void Add<T>(int64_t, const T*, const T*, T*);             \
-  template void Sub<T>(int64_t, const T*, const T*, T*);             \
-  template void Mul<T>(int64_t, const T*, const T*, T*);             \
-  template void Div<T>(int64_t, const T*, const T*, T*);             \
-  template void Sqr<T>(int64_t, const T*, T*);                       \
-  template void Sqrt<T>(int64_t, const T*, T*);                      \
-  template void Exp<T>(int64_t, const T*, T*);                       \
-  template void Log<T>(int64_t, const T*, T*);                       \
-  template void Abs<T>(int64_t, const T*, T*);                       \
-  template void Powx<T>(int64_t, const T*, T, T*);                   \
+#define CREMA_INSTANTIATE_GPU_MATH(T)                    \
+  template void Axpby<T>(int64_t, T, const T*, T, T*);   \
+  template void Scale<T>(int64_t, T, const T*, T*);      \
+  template void Copy<T>(int64_t, const T*, T*);          \
+  template void Set<T>(int64_t, T, T*);                  \
+  template void AddScalar<T>(int64_t, T, T*);            \
+  template void Add<T>(int64_t, const T*, const T*, T*); \
+  template void Sub<T>(int64_t, const T*, const T*, T*); \
+  template void Mul<T>(int64_t, const T*, const T*, T*); \
+  template void Div<T>(int64_t, const T*, const T*, T*); \
+  template void Sqr<T>(int64_t, const T*, T*);           \
+  template void Sqrt<T>(int64_t, const T*, T*);          \
+  template void Exp<T>(int64_t, const T*, T*);           \
+  template void Log<T>(int64_t, const T*, T*);           \
+  template void Abs<T>(int64_t, const T*, T*);           \
+  template void Powx<T>(int64_t, const T*, T, T*);       \
   template void Sign<T>(int64_t, const T*, T*);
 CREMA_INSTANTIATE_GPU_MATH(float)
 CREMA_INSTANTIATE_GPU_MATH(double)
