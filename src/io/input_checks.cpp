@@ -121,7 +121,6 @@ bool EncodedImageSize(const std::string& b, int64_t* width, int64_t* height) {
 void CheckEncodedImageSize(const std::string& bytes, int channels, const std::string& what) {
   int64_t width = 0, height = 0;
   if (!EncodedImageSize(bytes, &width, &height)) return;
-  const int64_t values = width * height * channels;  // each < 2^32, channels <= 4: no overflow
   if (width > INT32_MAX || height > INT32_MAX) {
     CREMA_THROW_RUNTIME(what, ": the image header declares ", width, " x ", height,
                         " pixels, more than a blob may hold");
@@ -129,8 +128,8 @@ void CheckEncodedImageSize(const std::string& bytes, int channels, const std::st
   try {
     Blob probe(std::vector<int>{1, channels, static_cast<int>(height), static_cast<int>(width)});
   } catch (const ConfigError& e) {
-    CREMA_THROW_RUNTIME(what, ": the image header declares ", width, " x ", height, " pixels (",
-                        values, " values), not decoded: ", e.what());
+    CREMA_THROW_RUNTIME(what, ": the image header declares ", width, " x ", height,
+                        " pixels, not decoded: ", e.what());
   }
 }
 
