@@ -2,9 +2,35 @@
 # The one way to run crema's tests, locally and in CI: installs the Debian dependencies, builds
 # everything (the CUDA code too when the toolkit is present, even without a GPU) and runs ctest.
 # Tests that need ../shared/reference skip cleanly when it is absent; GPU tests skip without a GPU.
-# Usage: scripts/test.sh [ctest args...]   e.g. scripts/test.sh -R convolution
+# Usage: scripts/test.sh [--sanitize] [--fuzz-smoke] [ctest args...]   e.g. scripts/test.sh -R convolution
+#   --sanitize (or CREMA_TEST_SANITIZE=1): instead, the unit tests built with AddressSanitizer and
+#     UndefinedBehaviorSanitizer in build-asan/ (CUDA and Python off), any report failing the test.
+#   --fuzz-smoke (or CREMA_TEST_FUZZ=1): also each libFuzzer target for 20 s (scripts/fuzz.sh;
+#     needs clang), any finding failing the run.
 set -euo pipefail
 cd "$(dirname "$0")/.."
+sanitize="${CREMA_TEST_SANITIZE:-0}"
+fuzz="${CREMA_TEST_FUZZ:-0}"
+while [ $# -gt 0 ]; do
+  case "$1" in
+    --sanitize) sanitize=1 ;;
+    --fuzz-smoke) fuzz=1 ;;
+    *) break ;;
+  esac
+  shift
+done
 scripts/setup.sh
-scripts/build.sh
-ctest --test-dir "${CREMA_BUILD_DIR:-build}" --output-on-failure -j "$(nproc)" "$@"
+if [ "$sanitize" = 1 ]; then
+  CREMA_BUILD_DIR=build-asan scripts/build.sh "-DCREMA_SANITIZE=address;undefined" \
+    -DCREMA_CUDA=OFF -DCREMA_PYTHON=OFF
+  ASAN_OPTIONS="${ASAN_OPTIONS:-detect_leaks=1:check_initialization_order=1}" \
+    UBSAN_OPTIONS="${UBSAN_OPTIONS:-halt_on_error=1:print_stacktrace=1}" \
+    ctest --test-dir build-asan --output-on-failure -j "$(nproc)" "$@"
+else
+  scripts/build.sh
+  ctest --test-dir "${CREMA_BUILD_DIR:-build}" --output-on-failure -j "$(nproc)" "$@"
+fi
+if [ "$fuzz" = 1 ]; then
+  scripts/fuzz.sh build
+  scripts/fuzz.sh smoke
+fi

@@ -15,6 +15,7 @@
 
 #include "crema/net.hpp"
 #include "flags.hpp"
+#include "io/data_transformer.hpp"
 #include "io/npy.hpp"
 #include "net/net_json.hpp"
 #include "net/proto_io.hpp"
@@ -104,10 +105,8 @@ std::vector<float> MeanFileChannels(const std::string& path, int channels) {
     shape = array.shape;
     values = std::move(array.values);
   } else {
-    BlobProto proto;
-    ReadBinaryProto(path, &proto);
     Blob blob;
-    blob.FromProto(proto, true);
+    ReadBlobFromBinaryFile(path, &blob);
     shape.assign(blob.shape().begin(), blob.shape().end());
     for (int64_t i = 0; i < blob.count(); ++i) values.push_back(blob.data_at(i));
   }
@@ -196,11 +195,16 @@ Preprocessing PreprocessingFromFlags(const Geometry& input) {
 std::string LoadImage(const std::string& path, const Preprocessing& p, float* out) {
   std::error_code ec;
   if (!fs::exists(path, ec)) return "no such file";
+  try {
+    CheckImageFileSize(path, p.input.channels == 1 ? 1 : 3, "the image");
+  } catch (const RuntimeError& e) {
+    return e.what();
+  }
   cv::Mat image;
   try {
     image = cv::imread(path, p.input.channels == 1 ? cv::IMREAD_GRAYSCALE : cv::IMREAD_COLOR);
   } catch (const cv::Exception& e) {
-    return std::string("cannot decode the image: ") + e.what();
+    return "cannot decode the image: " + OneLineMessage(e.what());
   }
   if (image.empty()) return "cannot decode the image (unreadable or not an image)";
   if (image.cols != p.resize_width || image.rows != p.resize_height) {

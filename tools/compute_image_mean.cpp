@@ -32,7 +32,7 @@ void DecodeNative(Datum* datum, const std::string& what) {
     const cv::Mat raw(1, static_cast<int>(data.size()), CV_8UC1, const_cast<char*>(data.data()));
     image = cv::imdecode(raw, cv::IMREAD_ANYCOLOR);
   } catch (const cv::Exception& e) {
-    CREMA_THROW_RUNTIME(what, ": cannot decode the encoded image: ", e.what());
+    CREMA_THROW_RUNTIME(what, ": cannot decode the encoded image: ", OneLineMessage(e.what()));
   }
   if (image.empty() || image.depth() != CV_8U)
     CREMA_THROW_RUNTIME(what, ": cannot decode the encoded image (", data.size(),

@@ -23,6 +23,7 @@
 #include "crema/error.hpp"
 #include "crema/proto.hpp"
 #include "flags.hpp"
+#include "io/data_transformer.hpp"
 #include "io/db.hpp"
 #include "progress.hpp"
 #include "verb.hpp"
@@ -102,7 +103,7 @@ bool ReadImageToDatum(const std::string& path, int label, int height, int width,
   try {
     image = cv::imread(path, is_color ? cv::IMREAD_COLOR : cv::IMREAD_GRAYSCALE);
   } catch (const cv::Exception& e) {
-    *why = e.what();
+    *why = OneLineMessage(e.what());
     return false;
   }
   if (image.empty()) {
@@ -133,7 +134,7 @@ bool ReadImageToDatum(const std::string& path, int label, int height, int width,
           return false;
         }
       } catch (const cv::Exception& e) {
-        *why = "cannot encode it as " + encoding + ": " + e.what();
+        *why = "cannot encode it as " + encoding + ": " + OneLineMessage(e.what());
         return false;
       }
       bytes.assign(buffer.begin(), buffer.end());

@@ -17,6 +17,7 @@
 #include "crema/plugin.hpp"
 #include "crema/version.hpp"
 #include "flags.hpp"
+#include "io/input_checks.hpp"
 #include "math/blas_setup.hpp"
 #include "verb.hpp"
 
@@ -24,13 +25,17 @@ DEFINE_string(plugin, "",
               "Shared libraries (.so) to load before the verb runs, for their layer types: "
               "repeat the flag or separate paths with commas. CREMA_PLUGIN_PATH (a "
               "colon-separated list of .so files or folders) is loaded too.");
+DEFINE_bool(forbid_path_escape, false,
+            "ImageData/WindowData: a path in a list file that is absolute or leaves root_folder "
+            "through '..' is an error naming the list file and line (also "
+            "CREMA_FORBID_PATH_ESCAPE=1).");
 
 namespace crema::cli {
 namespace {
 
 // Flags every verb accepts, handled here before the verb runs.
 const std::set<std::string>& GlobalFlags() {
-  static const std::set<std::string> flags = {"plugin"};
+  static const std::set<std::string> flags = {"plugin", "forbid_path_escape"};
   return flags;
 }
 
@@ -265,19 +270,21 @@ int main(int argc, char** argv) {
   google::InitGoogleLogging(argv[0]);
   try {
     CheckUnusedFlags(*verb);
+    if (FLAGS_forbid_path_escape) crema::SetForbidPathEscape(true);
     LoadPlugins();
     return verb->run(positional);
   } catch (const crema::ConfigError& e) {
-    std::fprintf(stderr, "error: %s\n", e.what());
+    // One line, whatever names from the user's files the message quotes.
+    std::fprintf(stderr, "error: %s\n", crema::OneLineMessage(e.what()).c_str());
     return 2;
   } catch (const crema::RuntimeError& e) {
-    std::fprintf(stderr, "error: %s\n", e.what());
+    std::fprintf(stderr, "error: %s\n", crema::OneLineMessage(e.what()).c_str());
     return 1;
   } catch (const std::bad_alloc&) {
     std::fprintf(stderr, "error: out of memory\n");
     return 1;
   } catch (const std::exception& e) {
-    std::fprintf(stderr, "error: %s\n", e.what());
+    std::fprintf(stderr, "error: %s\n", crema::OneLineMessage(e.what()).c_str());
     return 1;
   }
 }

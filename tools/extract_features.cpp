@@ -269,6 +269,8 @@ int RunExtractFeatures(const std::vector<std::string>& args) {
   }
 
   for (auto& sink : db_sinks) sink->Finish();
+  std::vector<int64_t> items;  // read now: `sinks` points into db_sinks, cleared next
+  for (Sink* sink : sinks) items.push_back(sink->items());
   db_sinks.clear();  // closes the DBs before they are moved
   if (format == Format::kNpy) {
     for (size_t i = 0; i < blobs.size(); ++i)
@@ -284,8 +286,8 @@ int RunExtractFeatures(const std::vector<std::string>& args) {
     const std::string where = format == Format::kHdf5
                                   ? out.FinalPath(outputs[0]) + ":/" + SafeName(blobs[i])
                                   : out.FinalPath(outputs[i]);
-    std::printf("%s: %lld items -> %s\n", blobs[i].c_str(),
-                static_cast<long long>(sinks[i]->items()), where.c_str());
+    std::printf("%s: %lld items -> %s\n", blobs[i].c_str(), static_cast<long long>(items[i]),
+                where.c_str());
   }
   return 0;
 }

@@ -48,9 +48,7 @@ std::string ShapeText(const std::vector<int>& shape) {
 
 void LoadInput(const std::string& path, Blob* blob) {
   if (EndsWith(path, ".binaryproto")) {
-    BlobProto proto;
-    ReadBinaryProto(path, &proto);
-    blob->FromProto(proto, /*reshape=*/true);
+    ReadBlobFromBinaryFile(path, blob);
   } else if (EndsWith(path, ".npy")) {
     ReadNpyIntoBlob(path, blob);
   } else {

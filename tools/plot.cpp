@@ -641,8 +641,10 @@ std::vector<Panel> BuildPanels(const std::vector<Run>& runs, int smooth) {
       lr_hi = std::max(lr_hi, v);
     }
     for (const auto& [title, series] : run.tests) {
-      auto it = std::find_if(tests.begin(), tests.end(),
-                             [&](const Panel& p) { return p.title == title; });
+      // A structured binding can't be captured before C++20 (clang rejects it).
+      const std::string& name = title;
+      auto it =
+          std::find_if(tests.begin(), tests.end(), [&](const Panel& p) { return p.title == name; });
       if (it == tests.end()) it = tests.insert(tests.end(), Panel{title, false, {}, {}});
       it->curves.push_back({series, color, 1.5, true, tag + title});
       it->legend.emplace_back(several ? run.label : title.substr(title.find(": ") + 2), color);

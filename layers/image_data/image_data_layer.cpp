@@ -8,6 +8,7 @@
 
 #include "core/rng.hpp"
 #include "crema/layer_registry.hpp"
+#include "io/input_checks.hpp"
 
 #ifdef CREMA_WITH_OPENCV
 #include <opencv2/imgcodecs.hpp>
@@ -132,6 +133,7 @@ void ImageDataLayer::LayerSetUp(const BlobVec& bottom, const BlobVec& top) {
       throw RuntimeError(
           ErrorPrefix("image_data_param.source") +
           StrCat("line ", number, " of '", source_, "' is not \"path label\": '", line, "'"));
+    ListedPath(root_folder_, line.substr(0, pos), StrCat(source_, ":", number));
     if (listed++ % param.num_shards() != param.shard_id()) continue;
     lines_.emplace_back(line.substr(0, pos), std::atoi(line.c_str() + pos + 1));
   }
@@ -218,10 +220,12 @@ void ImageDataLayer::ReadImage(Item* item) const {
   const std::string& path = item->path;
 #ifdef CREMA_WITH_OPENCV
   cv::Mat image;
+  CheckImageFileSize(path, is_color_ ? 3 : 1, prefix_ + StrCat("image '", path, "'"));
   try {
     image = cv::imread(path, is_color_ ? cv::IMREAD_COLOR : cv::IMREAD_GRAYSCALE);
   } catch (const cv::Exception& e) {
-    throw RuntimeError(prefix_ + StrCat("cannot decode image '", path, "': ", e.what()));
+    throw RuntimeError(prefix_ +
+                       StrCat("cannot decode image '", path, "': ", OneLineMessage(e.what())));
   }
   if (image.empty() || image.depth() != CV_8U)
     throw RuntimeError(prefix_ + StrCat("cannot read image '", path, "' (line ", item->line,

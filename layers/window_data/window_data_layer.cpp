@@ -11,6 +11,8 @@
 
 #include "core/rng.hpp"
 #include "crema/layer_registry.hpp"
+#include "io/data_transformer.hpp"
+#include "io/input_checks.hpp"
 
 #ifdef CREMA_WITH_OPENCV
 #include <opencv2/imgcodecs.hpp>
@@ -108,7 +110,7 @@ void WindowDataLayer::ReadWindowFile() {
       throw RuntimeError(prefix + where +
                          ": expected the image path, channels, height, width and the number of "
                          "windows");
-    image.path = param.root_folder() + image.path;
+    image.path = ListedPath(param.root_folder(), image.path, where);
     if (image.channels != 3)
       throw RuntimeError(prefix + where + ": channels is " + std::to_string(image.channels) +
                          ", but WindowData reads images as 3-channel BGR");
@@ -208,6 +210,11 @@ void WindowDataLayer::Sample(const Window& window, bool mirror, int item, T* top
 #ifdef CREMA_WITH_OPENCV
   const Image& image = images_[window.image];
   cv::Mat img;
+  const std::string what = ErrorPrefix() + StrCat("image '", image.path, "'");
+  if (cache_images_)
+    CheckEncodedImageSize(image.encoded, 3, what);
+  else
+    CheckImageFileSize(image.path, 3, what);
   try {
     if (cache_images_) {
       const cv::Mat raw(1, static_cast<int>(image.encoded.size()), CV_8UC1,
@@ -217,8 +224,8 @@ void WindowDataLayer::Sample(const Window& window, bool mirror, int item, T* top
       img = cv::imread(image.path, cv::IMREAD_COLOR);
     }
   } catch (const cv::Exception& e) {
-    throw RuntimeError(ErrorPrefix() +
-                       StrCat("cannot decode image '", image.path, "': ", e.what()));
+    throw RuntimeError(ErrorPrefix() + StrCat("cannot decode image '", image.path,
+                                              "': ", OneLineMessage(e.what())));
   }
   if (img.empty() || img.depth() != CV_8U)
     throw RuntimeError(ErrorPrefix() + StrCat("cannot read image '", image.path, "' (listed in '",

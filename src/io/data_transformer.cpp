@@ -70,7 +70,7 @@ std::string EncodeImage(const uint8_t* planes, int channels, int height, int wid
   try {
     ok = cv::imencode(extension, image, buffer, {cv::IMWRITE_JPEG_QUALITY, jpeg_quality});
   } catch (const cv::Exception& e) {
-    CREMA_THROW_RUNTIME("cannot encode an image as '", extension, "': ", e.what());
+    CREMA_THROW_RUNTIME("cannot encode an image as '", extension, "': ", OneLineMessage(e.what()));
   }
   if (!ok) CREMA_THROW_RUNTIME("cannot encode an image as '", extension, "'");
   return std::string(buffer.begin(), buffer.end());
@@ -133,6 +133,8 @@ DataTransformer::Image DataTransformer::Decode(const Datum& datum, std::vector<u
   if (datum.encoded()) {
 #ifdef CREMA_WITH_OPENCV
     const std::string& data = datum.data();
+    if (data.empty()) CREMA_THROW_RUNTIME(Named(what), ": the encoded image is empty (0 bytes)");
+    CheckEncodedImageSize(data, param_.force_gray() ? 1 : 3, Named(what));
     cv::Mat raw(1, static_cast<int>(data.size()), CV_8UC1, const_cast<char*>(data.data()));
     const int flag = param_.force_color()  ? cv::IMREAD_COLOR
                      : param_.force_gray() ? cv::IMREAD_GRAYSCALE
@@ -141,7 +143,8 @@ DataTransformer::Image DataTransformer::Decode(const Datum& datum, std::vector<u
     try {
       img = cv::imdecode(raw, flag);
     } catch (const cv::Exception& e) {
-      CREMA_THROW_RUNTIME(Named(what), ": cannot decode the encoded image: ", e.what());
+      CREMA_THROW_RUNTIME(Named(what),
+                          ": cannot decode the encoded image: ", OneLineMessage(e.what()));
     }
     if (img.empty() || img.depth() != CV_8U)
       CREMA_THROW_RUNTIME(Named(what), ": cannot decode the encoded image (", data.size(),

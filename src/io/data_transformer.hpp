@@ -23,6 +23,7 @@
 
 #include "crema/blob.hpp"
 #include "crema/proto.hpp"
+#include "io/input_checks.hpp"
 #include "io/prefetch_pool.hpp"
 
 namespace crema {

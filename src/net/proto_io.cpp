@@ -32,6 +32,11 @@ namespace pb = google::protobuf;
 
 std::string ErrnoText(int error) { return std::strerror(error); }
 
+// Nesting deeper than this in a text or binary proto is refused with an error naming the file
+// (protobuf's parsers recurse once per level; the text parser has no limit of its own). Caffe's
+// schema nests a few levels; ONNX graphs inside attributes nest one level per subgraph.
+constexpr int kMaxNesting = 100;
+
 // Reads a whole file; RuntimeError "cannot read PATH: reason" when it can't.
 std::string ReadWholeFile(const std::string& path) {
   const int fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC);
@@ -93,6 +98,8 @@ std::string QuotedAfter(const std::string& message, const std::string& prefix) {
 // suggestion drawn from the message type being parsed (for fields) or from the enums of fields
 // of that name reachable from the root (for enum values).
 std::string Explain(const std::string& message, const pb::Descriptor* root) {
+  if (message.find("recursion limit") != std::string::npos)
+    return StrCat("messages nested more than ", kMaxNesting, " levels deep");
   const std::string unknown_field = QuotedAfter(message, "has no field named \"");
   if (!unknown_field.empty()) {
     const std::string type_name = QuotedAfter(message, "Message type \"");
@@ -337,6 +344,7 @@ std::shared_ptr<ProtoSource> ParseTextProto(const std::string& text, const std::
   pb::TextFormat::Parser parser;
   parser.RecordErrorsTo(&errors);
   parser.WriteLocationsTo(tree.get());
+  parser.SetRecursionLimit(kMaxNesting);
   const bool ok = parser.ParseFromString(text, message);
   for (const std::string& warning : errors.warnings()) LOG(WARNING) << name << ":" << warning;
   if (!ok || errors.has_error()) {
@@ -360,6 +368,7 @@ std::shared_ptr<ProtoSource> ParseTextProtoCollecting(const std::string& text,
   parser.WriteLocationsTo(tree.get());
   parser.AllowUnknownField(true);  // reported as warnings, so every one of them is seen
   parser.AllowPartialMessage(true);
+  parser.SetRecursionLimit(kMaxNesting);
   *syntax_ok = parser.ParseFromString(text, message) && !errors.has_error();
   for (const auto& warning : errors.raw_warnings()) {
     if (QuotedAfter(warning.message, "has no field named \"").empty()) {
@@ -383,7 +392,10 @@ std::shared_ptr<ProtoSource> ReadTextProto(const std::string& path, pb::Message*
   return ParseTextProto(ReadWholeFile(path), path, message);
 }
 
-void ReadBinaryProto(const std::string& path, pb::Message* message) {
+namespace {
+
+// Parses the file at `path` with at most `nesting` levels; false when it is not a valid message.
+bool ParseBinaryFile(const std::string& path, int nesting, pb::Message* message) {
   const int fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC);
   if (fd < 0) CREMA_THROW_RUNTIME("cannot read ", path, ": ", ErrnoText(errno));
   bool ok = false;
@@ -393,14 +405,38 @@ void ReadBinaryProto(const std::string& path, pb::Message* message) {
     pb::io::CodedInputStream coded(&input);
     // Caffe's limit: .caffemodel files of large nets exceed protobuf's 64 MB default.
     coded.SetTotalBytesLimit(INT_MAX);
+    coded.SetRecursionLimit(nesting);
     ok = message->ParseFromCodedStream(&coded) && coded.ConsumedEntireMessage();
     read_error = input.GetErrno();
   }
   ::close(fd);
   if (read_error != 0) CREMA_THROW_RUNTIME("cannot read ", path, ": ", ErrnoText(read_error));
-  if (!ok) {
+  return ok;
+}
+
+}  // namespace
+
+void ReadBinaryProto(const std::string& path, pb::Message* message) {
+  if (ParseBinaryFile(path, kMaxNesting, message)) return;
+  // Told apart from corruption by a second try with a deeper (still stack-safe) limit.
+  std::unique_ptr<pb::Message> deeper(message->New());
+  const bool too_deep = ParseBinaryFile(path, 10 * kMaxNesting, deeper.get());
+  message->Clear();
+  if (too_deep) {
     CREMA_THROW_CONFIG(path, ": not a valid ", message->GetDescriptor()->name(),
-                       " (truncated or corrupt)");
+                       ": messages nested more than ", kMaxNesting, " levels deep");
+  }
+  CREMA_THROW_CONFIG(path, ": not a valid ", message->GetDescriptor()->name(),
+                     " (truncated or corrupt)");
+}
+
+void ReadBlobFromBinaryFile(const std::string& path, Blob* blob) {
+  BlobProto proto;
+  ReadBinaryProto(path, &proto);
+  try {
+    blob->FromProto(proto, /*reshape=*/true);
+  } catch (const ConfigError& e) {
+    CREMA_THROW_CONFIG(path, ": ", e.what());
   }
 }
 

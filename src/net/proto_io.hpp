@@ -8,6 +8,7 @@
 #include <string>
 #include <vector>
 
+#include "crema/blob.hpp"
 #include "crema/proto.hpp"
 
 namespace crema {
@@ -46,6 +47,8 @@ std::shared_ptr<ProtoSource> ParseTextProtoCollecting(const std::string& text,
 // about a third of its length), else "".
 std::string ClosestName(const std::string& name, const std::set<std::string>& candidates);
 void ReadBinaryProto(const std::string& path, google::protobuf::Message* message);
+// Reads a .binaryproto (a BlobProto) into `blob`, reshaped to it; errors name the file.
+void ReadBlobFromBinaryFile(const std::string& path, Blob* blob);
 // Written atomically: to a temporary name beside `path`, fsync, rename.
 void WriteBinaryProto(const google::protobuf::Message& message, const std::string& path);
 void WriteTextProto(const google::protobuf::Message& message, const std::string& path);

@@ -9,6 +9,7 @@
 #include <cstring>
 #include <map>
 #include <set>
+#include <stdexcept>
 #include <string>
 #include <vector>
 
@@ -22,16 +23,27 @@ namespace {
 
 using onnx_io::FindAttr;
 using onnx_io::PoolAxis;
-using Shape = std::vector<int64_t>;
+// Dimensions and attribute lists with checked indexing: a malformed graph (a dimension, input or
+// attribute value missing) throws std::out_of_range, which Run turns into a ConfigError naming
+// the node.
+struct Shape : std::vector<int64_t> {
+  using std::vector<int64_t>::vector;
+  Shape(const std::vector<int64_t>& values) : std::vector<int64_t>(values) {}  // NOLINT
+  int64_t& operator[](size_t i) { return at(i); }
+  const int64_t& operator[](size_t i) const { return at(i); }
+};
 
 struct Constant {
   Shape dims;
   std::vector<double> values;
 };
 
+// -1 when a dimension is negative or the product overflows int64.
 int64_t Count(const Shape& shape) {
   int64_t n = 1;
-  for (int64_t d : shape) n *= d;
+  for (int64_t d : shape) {
+    if (d < 0 || __builtin_mul_overflow(n, d, &n)) return -1;
+  }
   return n;
 }
 
@@ -79,6 +91,9 @@ Constant DecodeTensor(const onnx::TensorProto& t, const std::string& where) {
       CREMA_THROW_CONFIG(where, "tensor \"", t.name(), "\" has data type ", t.data_type(),
                          "; crema reads float, double, int32 and int64 tensors");
   }
+  if (Count(c.dims) < 0)
+    CREMA_THROW_CONFIG(where, "tensor \"", t.name(), "\" has a negative dimension or more than ",
+                       "2^63 elements: shape ", ShapeText(c.dims));
   if (static_cast<int64_t>(c.values.size()) != Count(c.dims))
     CREMA_THROW_CONFIG(where, "tensor \"", t.name(), "\" holds ", c.values.size(),
                        " values for shape ", ShapeText(c.dims));
@@ -140,7 +155,19 @@ class Importer {
       if (!constants_.count(input.name())) AddInput(input);
     for (const onnx::NodeProto& node : graph_.node()) {
       node_ = &node;
-      ImportNode();
+      if (node.output_size() == 0 || node.output(0).empty())
+        CREMA_THROW_CONFIG(Where(), "the node has no output");
+      for (const std::string& output : node.output()) {
+        if (!output.empty() && (blob_.count(output) || constants_.count(output)))
+          CREMA_THROW_CONFIG(Where(), "output \"", output, "\" is already defined by an ",
+                             "earlier node, input or initializer (ONNX assigns each tensor once)");
+      }
+      try {
+        ImportNode();
+      } catch (const std::out_of_range&) {
+        CREMA_THROW_CONFIG(Where(), "malformed node: an input, a dimension or an attribute ",
+                           "value it needs is missing");
+      }
     }
     for (const onnx::ValueInfoProto& output : graph_.output())
       if (!blob_.count(output.name()))
@@ -170,7 +197,10 @@ class Importer {
       CREMA_THROW_CONFIG(Where(), "input ", j, " is not a tensor computed by the graph");
     return blob_.at(node().input(j));
   }
-  const Shape& InShape(int j = 0) const { return shape_.at(node().input(j)); }
+  const Shape& InShape(int j = 0) const {
+    Blob(j);  // a ConfigError when input j is not computed by the graph
+    return shape_.at(node().input(j));
+  }
   int Rank(int j = 0) const { return static_cast<int>(InShape(j).size()); }
   int Axis(int64_t axis, int rank) const {
     if (axis < -rank || axis >= rank)

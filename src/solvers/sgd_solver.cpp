@@ -228,7 +228,13 @@ void SGDSolver::RestoreLearnedNet(const std::string& learned_net, const std::str
       path = beside.string();
     }
   }
-  net_->CopyTrainedLayersFrom(path);
+  try {
+    net_->CopyTrainedLayersFrom(path);
+  } catch (const ConfigError& e) {
+    CREMA_THROW_CONFIG(state_file, ": learned_net: ", e.what());
+  } catch (const RuntimeError& e) {
+    CREMA_THROW_RUNTIME(state_file, ": learned_net: ", e.what());
+  }
 }
 
 void SGDSolver::RestoreSolverStateFromBinaryProto(const std::string& state_file) {

@@ -1,0 +1,121 @@
+#!/usr/bin/env bash
+# libFuzzer targets (fuzz/*_fuzzer.cpp), built with clang in build-fuzz/ (the library with
+# -fsanitize=fuzzer-no-link,address,undefined; CUDA, Python and the unit tests off).
+# Usage:
+#   scripts/fuzz.sh build              configure and build build-fuzz/ (CREMA_CLANG: clang++-14)
+#   scripts/fuzz.sh smoke [SECONDS]    each target for SECONDS (default 20) from its seeds; exit 1
+#                                      on any finding (what the test suite runs)
+#   scripts/fuzz.sh campaign [SECONDS] each target for SECONDS (default 600), corpus kept in
+#                                      fuzz-corpus/<target>; prints executions, corpus size and
+#                                      findings per target
+#   scripts/fuzz.sh run TARGET [libFuzzer args...]   one target, e.g. to replay a crash file
+# Findings (crash-*, leak-*, timeout-*, oom-* inputs) are saved under fuzz-findings/<target>/.
+set -euo pipefail
+cd "$(dirname "$0")/.."
+root=$PWD
+build_dir="${CREMA_FUZZ_BUILD_DIR:-build-fuzz}"
+findings_dir="${CREMA_FUZZ_FINDINGS:-fuzz-findings}"
+corpus_dir="${CREMA_FUZZ_CORPUS:-fuzz-corpus}"
+clang="${CREMA_CLANG:-clang++-14}"
+clang_c="${CREMA_CLANG_C:-${clang/clang++/clang}}"
+
+targets() {
+  for f in fuzz/*_fuzzer.cpp; do basename "$f" .cpp; done
+}
+
+build() {
+  command -v "$clang" >/dev/null || {
+    echo "fuzz: $clang not found (Debian: apt-get install clang-14 libclang-rt-14-dev)" >&2
+    exit 1
+  }
+  export CCACHE_DIR="${CCACHE_DIR:-$HOME/.cache/ccache}"
+  export CCACHE_BASEDIR="${CCACHE_BASEDIR:-$PWD}"
+  local san="-fsanitize=fuzzer-no-link,address,undefined -fno-sanitize-recover=all"
+  san+=" -fno-omit-frame-pointer -gline-tables-only"
+  mkdir -p "$build_dir"
+  cmake -S . -B "$build_dir" -G Ninja -DCMAKE_BUILD_TYPE=Release \
+    -DCMAKE_CXX_COMPILER="$clang" -DCMAKE_C_COMPILER="$clang_c" \
+    -DCMAKE_CXX_FLAGS_RELEASE="-O1 $san" -DCMAKE_C_FLAGS_RELEASE="-O1 $san" \
+    -DCMAKE_EXE_LINKER_FLAGS="-fsanitize=address,undefined" \
+    -DCMAKE_SHARED_LINKER_FLAGS="-fsanitize=address,undefined" \
+    -DCREMA_CUDA=OFF -DCREMA_PYTHON=OFF -DCREMA_MPI=OFF -DCREMA_BUILD_TESTS=OFF \
+    -DCREMA_FUZZ=ON "$@" >"$build_dir/configure.log" 2>&1 || {
+    cat "$build_dir/configure.log"
+    exit 1
+  }
+  # shellcheck disable=SC2046
+  cmake --build "$build_dir" -j "${CREMA_JOBS:-$(nproc)}" --target crema_fuzz_seeds $(targets)
+}
+
+# Seeds: small valid files of every format (written by crema_fuzz_seeds from models/ and the
+# formats' writers), in $build_dir/seeds/<target>/.
+seeds() {
+  rm -rf "$build_dir/seeds"
+  "$build_dir/fuzz/crema_fuzz_seeds" "$root" "$build_dir/seeds" >/dev/null
+}
+
+export ASAN_OPTIONS="${ASAN_OPTIONS:-detect_leaks=1:allocator_may_return_null=1:abort_on_error=0}"
+export UBSAN_OPTIONS="${UBSAN_OPTIONS:-print_stacktrace=1:halt_on_error=1}"
+export GLOG_minloglevel="${GLOG_minloglevel:-3}"
+
+# Runs one target for $2 seconds; prints "target: N execs, corpus M, findings K".
+fuzz_one() {
+  local target=$1 seconds=$2 corpus=$3
+  local out="$findings_dir/$target"
+  mkdir -p "$out" "$corpus"
+  local log="$out/fuzz.log"
+  local before
+  before=$(find "$out" -maxdepth 1 -type f ! -name fuzz.log | wc -l)
+  # -rss_limit_mb: a hostile file must be rejected before a large allocation; -timeout: a hang.
+  set +e
+  (cd "$out" && "$root/$build_dir/fuzz/$target" -max_total_time="$seconds" -timeout=10 \
+    -rss_limit_mb=2048 -malloc_limit_mb=1024 -max_len=65536 -print_final_stats=1 \
+    -artifact_prefix="$root/$out/" "$root/$corpus" "$root/$build_dir/seeds/$target") \
+    >"$log" 2>&1
+  local rc=$?
+  set -e
+  local execs after
+  execs=$(grep -E '^stat::number_of_executed_units' "$log" | awk '{print $2}' | tail -1)
+  after=$(find "$out" -maxdepth 1 -type f ! -name fuzz.log | wc -l)
+  local size
+  size=$(find "$corpus" -type f | wc -l)
+  echo "$target: ${execs:-?} executions, corpus $size, findings $((after - before)) (exit $rc)"
+  if [ "$rc" -ne 0 ]; then
+    grep -E 'ERROR: |SUMMARY: |runtime error|terminate called|==[0-9]+==' "$log" | head -5 | sed 's/^/  /'
+    echo "  log: $log"
+    return 1
+  fi
+}
+
+run_all() {
+  local seconds=$1 keep=$2 failed=0
+  seeds
+  for t in $(targets); do
+    local corpus
+    if [ "$keep" = 1 ]; then
+      corpus="$corpus_dir/$t"
+    else
+      corpus="$build_dir/smoke-corpus/$t"
+      rm -rf "$corpus"
+    fi
+    fuzz_one "$t" "$seconds" "$corpus" || failed=1
+  done
+  return $failed
+}
+
+case "${1:-}" in
+  build) shift; build "$@" ;;
+  seeds) seeds ;;
+  smoke) run_all "${2:-20}" 0 ;;
+  campaign) run_all "${2:-600}" 1 ;;
+  run)
+    shift
+    t=$1
+    shift
+    exec "$build_dir/fuzz/$t" "$@"
+    ;;
+  *)
+    sed -n '2,13p' "$0"
+    exit 2
+    ;;
+esac
