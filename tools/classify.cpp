@@ -413,6 +413,7 @@ int RunClassify(const std::vector<std::string>& args) {
 
   std::unique_ptr<Net> net = Net::FromFile(FLAGS_model, TEST, 0, {}, DeviceFromFlags(),
                                            MemoryPlanFromFlag(MemoryPlan::kInference));
+  net->SetFoldBatchNorm(FLAGS_fold_bn);
   for (const std::string& weights : SplitList(FLAGS_weights)) net->CopyTrainedLayersFrom(weights);
   if (net->input_blobs().size() != 1 || net->input_blobs()[0]->num_axes() != 4)
     CREMA_THROW_CONFIG(FLAGS_model,
@@ -527,7 +528,7 @@ CREMA_REGISTER_VERB(
     "C, \"label\": L, \"prob\": p}, ...]}. An image that cannot be read gets one row with its "
     "error (CSV: path and error only; JSON: {\"path\": P, \"error\": E}), the others go on, and "
     "the exit code is 1 at the end. On a terminal a progress bar is drawn on stderr.",
-    {"memory_plan", "model", "weights", "mean_file", "mean_values", "scale", "raw_scale",
-     "channel_swap", "labels", "top_k", "batch", "gpu", "resize", "interpolation", "center_crop",
-     "format", "out", "list", "dir"},
+    {"memory_plan",  "model",  "weights", "mean_file", "mean_values", "scale",  "raw_scale",
+     "channel_swap", "labels", "top_k",   "batch",     "gpu",         "resize", "interpolation",
+     "center_crop",  "format", "out",     "list",      "dir",         "fold_bn"},
     &crema::cli::RunClassify);

@@ -29,6 +29,7 @@ DECLARE_string(backend);
 DECLARE_string(set);
 DECLARE_string(progress);
 DECLARE_bool(memory_plan);
+DECLARE_bool(fold_bn);
 
 namespace crema::cli {
 

@@ -136,7 +136,20 @@ int RunInspect(const std::vector<std::string>& args) {
   std::printf("\ninputs: %s\noutputs: %s\n", inputs.empty() ? "(none)" : inputs.c_str(),
               outputs.empty() ? "(none)" : outputs.c_str());
   if (FLAGS_memory) {
+    // Inference folds BatchNorm (+ Scale) into convolutions unless --fold-bn=false.
+    net->SetFoldBatchNorm(FLAGS_fold_bn);
+    std::string folded;
+    int num_folded = 0;
+    for (int i = 0; i < net->num_layers(); ++i) {
+      const int conv = net->folded_into()[i];
+      if (conv < 0) continue;
+      folded += StrCat(num_folded++ ? ", " : ": ", net->layer_names()[i], " -> ",
+                       net->layer_names()[conv]);
+    }
+    std::printf("\nfolded into convolutions for inference (--fold-bn): %d layer%s%s\n", num_folded,
+                num_folded == 1 ? "" : "s", folded.c_str());
     PrintMemoryPlan(*net, MemoryPlan::kInference);
+    net->SetFoldBatchNorm(false);
     PrintMemoryPlan(*net, MemoryPlan::kTraining);
   }
   return 0;
@@ -157,5 +170,5 @@ CREMA_REGISTER_VERB(inspect, "inspect",
                     "diff bytes and the shared buffer it gets (or why it keeps its own), for "
                     "inference and for training, and the totals before -> after planning. The "
                     "phase defaults to TEST.",
-                    {"model", "phase", "stage", "level", "json", "memory"},
+                    {"model", "phase", "stage", "level", "json", "memory", "fold_bn"},
                     &crema::cli::RunInspect);

@@ -22,6 +22,7 @@ int RunTest(const std::vector<std::string>& args) {
   const Phase phase = PhaseFromFlag(TEST);
   std::unique_ptr<Net> net = Net::FromFile(FLAGS_model, phase, FLAGS_level, StagesFromFlag(),
                                            device, MemoryPlanFromFlag(MemoryPlan::kInference));
+  net->SetFoldBatchNorm(FLAGS_fold_bn);
   for (const std::string& weights : SplitList(FLAGS_weights)) net->CopyTrainedLayersFrom(weights);
   net->set_check_finite(FLAGS_check_nan);
   LOG(INFO) << "Running for " << FLAGS_iterations << " iterations.";
@@ -81,6 +82,6 @@ CREMA_REGISTER_VERB(test, "test", "score a trained net: average its outputs over
                     "every output per batch and prints the mean of each output element as "
                     "`name = value` lines on stdout; a loss output also shows its weighted value, "
                     "e.g. `loss = 0.31 (* 1 = 0.31 loss)`, as Caffe's `caffe test` does.",
-                    {"memory_plan", "model", "weights", "iterations", "gpu", "math",
+                    {"memory_plan", "fold_bn", "model", "weights", "iterations", "gpu", "math",
                      "cudnn_workspace_mb", "deterministic", "check_nan", "phase", "stage", "level"},
                     &crema::cli::RunTest);

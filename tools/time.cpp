@@ -109,6 +109,7 @@ int RunTime(const std::vector<std::string>& args) {
     own_net = Net::FromFile(
         FLAGS_model, phase, FLAGS_level, StagesFromFlag(), device,
         MemoryPlanFromFlag(phase == TEST ? MemoryPlan::kInference : MemoryPlan::kTraining));
+    own_net->SetFoldBatchNorm(FLAGS_fold_bn && phase == TEST);
   }
   Net* net = solver ? solver->net() : own_net.get();
   const bool train = phase == TRAIN;
@@ -138,7 +139,7 @@ int RunTime(const std::vector<std::string>& args) {
     const Clock::time_point iter_start = Clock::now();
     for (int i = 0; i < n; ++i) {
       const Clock::time_point start = Clock::now();
-      layers[i]->Forward(bottom_vecs[i], top_vecs[i]);
+      net->ForwardFromTo(i, i);  // as the net runs it (folded layers skipped)
       sync.Wait();
       forward_ms[i] += MsSince(start);
     }
@@ -252,6 +253,6 @@ CREMA_REGISTER_VERB(
     "its lr, momentum and weight decay; else data -= diff), in phase TEST an inference pass "
     "(forward only). Last come the CPU threads (--threads, else OMP_NUM_THREADS, sets both "
     "crema's and OpenBLAS's) and the peak resident memory of the process.",
-    {"memory_plan", "model", "solver", "iterations", "seconds", "threads", "gpu", "math",
+    {"memory_plan", "fold_bn", "model", "solver", "iterations", "seconds", "threads", "gpu", "math",
      "cudnn_workspace_mb", "deterministic", "phase", "stage", "level"},
     &crema::cli::RunTime);

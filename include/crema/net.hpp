@@ -17,6 +17,7 @@ namespace crema {
 
 class ProtoSource;
 struct MemoryPlanLayout;
+class SharedActivationMemory;
 
 // Thrown with --check-nan (Net::set_check_finite) at the first layer whose output, input
 // gradient or parameter gradient holds a NaN or an infinity.
@@ -50,6 +51,13 @@ struct NetOptions {
   // Under an inference plan, layers that allow it run in place where that is legal (their
   // bottom is planned and read by nothing after them); results are identical.
   bool memory_plan_in_place = true;
+  // Inference: a BatchNorm with global statistics that alone reads a Convolution's output (and
+  // a one-bottom Scale that alone reads that BatchNorm's output) is folded into the convolution
+  // (src/net/README.md): at the first Forward after the weights change, a copy of the
+  // convolution with rewritten weights and bias runs instead and the folded layers are skipped,
+  // their tops aliasing the convolution's. params(), saving and copying see the unfolded
+  // weights; Backward is refused. After editing parameters by hand call SetFoldBatchNorm again.
+  bool fold_batch_norm = false;
 };
 
 // The outcome of copying weights into a net: the layers (with params) copied, and the layers
@@ -92,6 +100,17 @@ class Net {
   // `keep_blobs` keep their values. ConfigError for an unknown blob name.
   void SetMemoryPlan(MemoryPlan mode, const std::vector<std::string>& keep_blobs = {});
   MemoryPlan memory_plan() const { return memory_plan_; }
+  // The planned buffers come from `memory`, shared with other nets that never run at the same
+  // time as this one (src/net/memory_plan.hpp); null gives the net buffers of its own again.
+  void ShareActivationMemory(std::shared_ptr<SharedActivationMemory> memory);
+  // Bytes of the planned buffers (data and diff) this net uses now.
+  size_t planned_bytes() const;
+  // Folds BatchNorm (+ Scale) into the preceding convolutions or undoes it
+  // (NetOptions::fold_batch_norm); the weights are (re)folded at the next Forward.
+  void SetFoldBatchNorm(bool fold);
+  bool fold_batch_norm() const { return fold_batch_norm_; }
+  // Per layer: the index of the Convolution a BatchNorm or Scale is folded into, else -1.
+  const std::vector<int>& folded_into() const { return folded_into_; }
 
   void ClearParamDiffs();
   // data -= diff for every learnable parameter that owns its memory.
@@ -183,6 +202,12 @@ class Net {
   // After a full forward: a planned blob that left its buffer (it grew) asks for a re-plan
   // before the next full forward.
   void CheckMemoryPlan();
+  // Finds the layers to fold (static: the graph, the phase and the kept blobs).
+  void PlanFold();
+  // Builds the folded convolutions from the current weights.
+  void ApplyFold();
+  // The only layer reading the value layer `producer` writes into blob `blob`, else -1.
+  int SoleReader(int producer, int blob) const;
   std::string LayerLocation(int layer_param_index, const std::string& field) const;
   std::string ErrorAt(int layer_param_index, const std::string& field) const;
 
@@ -237,6 +262,13 @@ class Net {
   // Per blob, the planned buffer it was given (empty when none).
   std::vector<std::weak_ptr<SyncedMemory>> planned_data_, planned_diff_;
   bool memory_plan_stale_ = false;
+  std::shared_ptr<SharedActivationMemory> shared_memory_;
+  uint64_t shared_memory_generation_ = 0;
+  bool fold_batch_norm_ = false;
+  std::vector<int> folded_into_;
+  // Per layer: the folded copy of a convolution that runs instead of it (null when none).
+  std::vector<std::unique_ptr<Layer>> folded_convs_;
+  bool fold_stale_ = false;
   // Scratch shared by the layers (layers run one at a time).
   std::shared_ptr<Workspace> workspace_;
 };

@@ -29,6 +29,9 @@ struct SolverOptions {
   // (whose outputs only are read, unless a caller reads test_nets() blobs).
   MemoryPlan train_net_memory_plan = MemoryPlan::kOff;
   MemoryPlan test_net_memory_plan = MemoryPlan::kInference;
+  // With a training plan for the train net and an inference plan for the test nets, the test
+  // nets' planned buffers are the train net's (they run between iterations).
+  bool share_test_memory = true;
   // Data-parallel training (solvers/distributed.hpp): gradients averaged in buckets of about
   // this many bytes, overlapped with backward when `overlap_allreduce`.
   size_t allreduce_bucket_bytes = size_t{25} << 20;

@@ -227,8 +227,11 @@ MemoryPlanLayout PlanNetMemory(const Net& net, MemoryPlan mode, const std::set<s
     const std::string type = net.layers()[l]->type();
     const std::vector<int>& bottoms = net.bottom_ids(l);
     if (bottoms.empty()) continue;
+    // A layer folded into a convolution (Net::folded_into) is skipped: its top aliases its
+    // bottom.
+    const bool folded = net.folded_into()[l] >= 0;
     for (int t : net.top_id_vec(l)) {
-      if (ForwardSharesData(type)) data_sets.Join(t, bottoms[0]);
+      if (ForwardSharesData(type) || folded) data_sets.Join(t, bottoms[0]);
       if (BackwardSharesDiff(type)) diff_sets.Join(t, bottoms[0]);
     }
   }
@@ -287,6 +290,33 @@ MemoryPlanLayout PlanNetMemory(const Net& net, MemoryPlan mode, const std::set<s
   }
   AssignMemoryBuffers(net, &layout);
   return layout;
+}
+
+std::vector<std::shared_ptr<SyncedMemory>> SharedActivationMemory::Acquire(
+    const std::vector<size_t>& sizes) {
+  std::vector<size_t> order(sizes.size());
+  std::iota(order.begin(), order.end(), size_t{0});
+  std::stable_sort(order.begin(), order.end(),
+                   [&](size_t a, size_t b) { return sizes[a] > sizes[b]; });
+  std::vector<std::shared_ptr<SyncedMemory>> memory(sizes.size());
+  for (size_t slot = 0; slot < order.size(); ++slot) {
+    const size_t bytes = sizes[order[slot]];
+    if (slot == slots_.size()) {
+      slots_.push_back(nullptr);
+      slot_bytes_.push_back(0);
+    }
+    if (!slots_[slot] || slot_bytes_[slot] < bytes) {
+      if (slots_[slot]) ++generation_;  // nets placed in the old memory must move
+      slots_[slot] = std::make_shared<SyncedMemory>(bytes);
+      slot_bytes_[slot] = bytes;
+    }
+    memory[order[slot]] = slots_[slot];
+  }
+  return memory;
+}
+
+size_t SharedActivationMemory::bytes() const {
+  return std::accumulate(slot_bytes_.begin(), slot_bytes_.end(), size_t{0});
 }
 
 void AssignMemoryBuffers(const Net& net, MemoryPlanLayout* layout) {

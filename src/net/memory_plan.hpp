@@ -3,6 +3,8 @@
 // of every blob's data and diff, and an assignment of blobs whose lifetimes do not overlap to
 // shared buffers (greedy best fit by size). A pure function of the net; Net applies it.
 #include <cstddef>
+#include <cstdint>
+#include <memory>
 #include <set>
 #include <string>
 #include <vector>
@@ -49,6 +51,25 @@ struct MemoryPlanLayout {
 // applied (its blobs share memory only as its layers make them share). With `in_place`
 // (inference only), a layer that allows in-place computation with one bottom and one top of the
 // same size runs in place when both are planned and nothing reads the bottom after it.
+// Memory that nets which never run at the same time draw their planned buffers from (the solver's
+// test nets run between training iterations, when no train-net activation is live): slot i holds
+// the i-th largest buffer of each net, sized to the largest request. A request larger than its
+// slot replaces the slot's memory and bumps generation(); the other nets then re-apply their plan
+// at their next full Forward (values in planned buffers do not outlive a Forward anyway).
+class SharedActivationMemory {
+ public:
+  // Memory for buffers of these sizes (bytes), in the order given.
+  std::vector<std::shared_ptr<SyncedMemory>> Acquire(const std::vector<size_t>& sizes);
+  uint64_t generation() const { return generation_; }
+  // Bytes of all slots.
+  size_t bytes() const;
+
+ private:
+  std::vector<std::shared_ptr<SyncedMemory>> slots_;
+  std::vector<size_t> slot_bytes_;
+  uint64_t generation_ = 0;
+};
+
 MemoryPlanLayout PlanNetMemory(const Net& net, MemoryPlan mode, const std::set<std::string>& keep,
                                bool in_place = true);
 // Recomputes sizes, buffers and totals of `layout` from the blobs' current shapes.

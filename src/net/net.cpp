@@ -191,6 +191,9 @@ void Net::Init(const NetParameter& in_param, const NetOptions& options) {
     params_[i]->ShareDiff(*params_[param_owners_[i]]);
   }
   debug_info_ = param.debug_info();
+  fold_batch_norm_ = options.fold_batch_norm;
+  keep_blobs_ = options.keep_blobs;
+  PlanFold();
   if (options.memory_plan != MemoryPlan::kOff)
     SetMemoryPlan(options.memory_plan, options.keep_blobs);
   if (options.verbose) LOG(INFO) << "Network initialization done.";
@@ -450,10 +453,24 @@ void Net::CheckFinite(int layer_id, bool forward) const {
 double Net::ForwardFromTo(int start, int end) {
   CREMA_ASSERT(start >= 0 && end < num_layers() && start <= end + 1, start, " ", end);
   // Re-planning discards intermediate values, so only before a pass that starts afresh.
-  if (memory_plan_stale_ && start == 0) ApplyMemoryPlan();
+  const bool shared_memory_moved =
+      shared_memory_ && shared_memory_->generation() != shared_memory_generation_;
+  if ((memory_plan_stale_ || shared_memory_moved) && start == 0) ApplyMemoryPlan();
+  if (fold_stale_) ApplyFold();
   double loss = 0;
   for (int i = start; i <= end; ++i) {
-    loss += layers_[i]->Forward(bottom_vecs_[i], top_vecs_[i]);
+    if (folded_into_[i] >= 0) {
+      // Folded into a convolution: the top is the bottom's value.
+      Blob* bottom = bottom_vecs_[i][0];
+      Blob* top = top_vecs_[i][0];
+      if (top != bottom) {
+        top->ReshapeLike(*bottom);
+        if (top->data() != bottom->data()) top->ShareData(*bottom);
+      }
+      continue;
+    }
+    Layer* layer = folded_convs_[i] ? folded_convs_[i].get() : layers_[i].get();
+    loss += layer->Forward(bottom_vecs_[i], top_vecs_[i]);
     if (debug_info_) ForwardDebugInfo(i);
     if (check_finite_) CheckFinite(i, true);
   }
@@ -486,6 +503,7 @@ void Net::SetMemoryPlan(MemoryPlan mode, const std::vector<std::string>& keep_bl
   keep_blobs_ = keep_blobs;
   // An inference plan refuses Backward, so layers may drop what only Backward reads.
   for (auto& layer : layers_) layer->set_forward_only(mode == MemoryPlan::kInference);
+  PlanFold();
   if (mode == MemoryPlan::kOff) return;
   memory_layout_ = std::make_unique<MemoryPlanLayout>(
       PlanNetMemory(*this, mode, std::set<std::string>(keep_blobs.begin(), keep_blobs.end()),
@@ -500,10 +518,19 @@ void Net::ApplyMemoryPlan() {
   AssignMemoryBuffers(*this, &layout);
   planned_data_.assign(blobs_.size(), {});
   planned_diff_.assign(blobs_.size(), {});
+  std::vector<std::shared_ptr<SyncedMemory>> shared;
+  if (shared_memory_) {
+    std::vector<size_t> sizes = layout.data_buffers;
+    sizes.insert(sizes.end(), layout.diff_buffers.begin(), layout.diff_buffers.end());
+    shared = shared_memory_->Acquire(sizes);
+    shared_memory_generation_ = shared_memory_->generation();
+  }
+  size_t next_shared = 0;
   const auto place = [&](const std::vector<size_t>& buffers,
                          const std::vector<std::vector<int>>& buffer_blobs, bool diff) {
     for (size_t k = 0; k < buffers.size(); ++k) {
-      auto memory = std::make_shared<SyncedMemory>(buffers[k]);
+      auto memory =
+          shared_memory_ ? shared[next_shared++] : std::make_shared<SyncedMemory>(buffers[k]);
       for (int b : buffer_blobs[k]) {
         if (diff) {
           blobs_[b]->UseDiffMemory(memory);
@@ -517,6 +544,19 @@ void Net::ApplyMemoryPlan() {
   };
   place(layout.data_buffers, layout.data_buffer_blobs, false);
   place(layout.diff_buffers, layout.diff_buffer_blobs, true);
+}
+
+void Net::ShareActivationMemory(std::shared_ptr<SharedActivationMemory> memory) {
+  shared_memory_ = std::move(memory);
+  ApplyMemoryPlan();
+}
+
+size_t Net::planned_bytes() const {
+  if (!memory_layout_) return 0;
+  size_t bytes = 0;
+  for (size_t b : memory_layout_->data_buffers) bytes += b;
+  for (size_t b : memory_layout_->diff_buffers) bytes += b;
+  return bytes;
 }
 
 void Net::CheckMemoryPlan() {
@@ -537,6 +577,11 @@ void Net::BackwardFromTo(int start, int end) {
     CREMA_THROW_RUNTIME("net \"", name_, "\": Backward on a net whose activation memory is ",
                         "planned for inference (forward only); plan it for training or not at ",
                         "all (--memory-plan=false, NetOptions::memory_plan)");
+  if (std::any_of(folded_into_.begin(), folded_into_.end(), [](int c) { return c >= 0; }))
+    CREMA_THROW_RUNTIME(
+        "net \"", name_, "\": Backward on a net with BatchNorm folded into its ",
+        "convolutions (inference only); build it without folding (--fold-bn=false, ",
+        "NetOptions::fold_batch_norm)");
   for (int i = start; i >= end; --i) {
     if (!layer_need_backward_[i]) continue;
     layers_[i]->Backward(top_vecs_[i], bottom_need_backward_[i], bottom_vecs_[i]);
@@ -602,9 +647,11 @@ void Net::ClearParamDiffs() {
 
 void Net::Update() {
   for (Blob* p : learnable_params_) p->Update();
+  if (fold_batch_norm_) fold_stale_ = true;
 }
 
 void Net::ShareTrainedLayersWith(const Net& other) {
+  if (fold_batch_norm_) fold_stale_ = true;
   for (int i = 0; i < other.num_layers(); ++i) {
     const std::string& name = other.layer_names_[i];
     auto it = layer_names_index_.find(name);
@@ -630,6 +677,7 @@ void Net::CopyTrainedLayersFrom(const NetParameter& param) { CopyTrainedLayersFr
 void Net::CopyTrainedLayersFrom(const std::string& path) { CopyTrainedLayersFrom(path, false); }
 
 WeightsCopy Net::CopyTrainedLayersFrom(const NetParameter& param, bool skip_mismatched) {
+  if (fold_batch_norm_) fold_stale_ = true;
   WeightsCopy result;
   for (const LayerParameter& source_layer : param.layer()) {
     const std::string& name = source_layer.name();
@@ -694,6 +742,7 @@ WeightsCopy Net::CopyTrainedLayersFrom(const std::string& path, bool skip_mismat
                       "build reads binary .caffemodel files (convert with the full build: load ",
                       "the .h5 and save the net as .caffemodel)");
 #else
+  if (fold_batch_norm_) fold_stale_ = true;
   WeightsCopy result;
   Hdf5File file(path, Hdf5File::Mode::kRead);
   hid_t data = file.OpenGroup("data");

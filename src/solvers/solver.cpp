@@ -14,6 +14,7 @@
 #include "core/cuda_context.hpp"
 #include "core/rng.hpp"
 #include "crema/error.hpp"
+#include "net/memory_plan.hpp"
 #include "net/proto_io.hpp"
 #include "net/upgrade.hpp"
 #include "solvers/distributed.hpp"
@@ -529,6 +530,22 @@ void Solver::InitTestNets() {
     }
     net->ShareTrainedLayersWith(*net_);
     test_nets_.push_back(std::move(net));
+  }
+  // The test nets run between iterations, when no train-net activation is live: their planned
+  // buffers can be the train net's (SolverOptions::share_test_memory).
+  if (options_.share_test_memory && !test_nets_.empty() &&
+      options_.train_net_memory_plan == MemoryPlan::kTraining &&
+      options_.test_net_memory_plan == MemoryPlan::kInference) {
+    auto shared = std::make_shared<SharedActivationMemory>();
+    size_t separate = net_->planned_bytes();
+    net_->ShareActivationMemory(shared);
+    for (auto& net : test_nets_) {
+      separate += net->planned_bytes();
+      net->ShareActivationMemory(shared);
+    }
+    LOG(INFO) << "Test net" << (test_nets_.size() == 1 ? "" : "s")
+              << " share activation memory with the train net: planned buffers " << separate
+              << " -> " << shared->bytes() << " bytes (" << separate - shared->bytes() << " saved)";
   }
   if (param_.test_whole_set()) ApplyTestWholeSet();
 }
