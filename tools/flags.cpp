@@ -62,10 +62,11 @@ DEFINE_bool(memory_plan, true,
             "test, time, classify, forward, extract-features, train: plan the activation memory "
             "(intermediate blobs whose lifetimes do not overlap share buffers; the outputs read "
             "are unchanged). --memory-plan=false gives every blob its own memory.");
-DEFINE_bool(fold_bn, true,
-            "test, time (TEST phase), classify: fold BatchNorm (with global statistics) and the "
-            "Scale after it into the preceding Convolution (the weights saved or copied are "
-            "unchanged). --fold-bn=false runs them as written.");
+DEFINE_bool(fold_bn, false,
+            "test, time (TEST phase), classify, inspect: fold BatchNorm (with global statistics) "
+            "and the Scale after it into the preceding Convolution, which then runs a folded "
+            "copy of its weights (the weights saved or copied are unchanged; the copy costs the "
+            "convolutions' weight memory again).");
 DEFINE_string(backend, "lmdb", "The database backend: lmdb (leveldb where supported).");
 
 namespace crema::cli {
