@@ -13,6 +13,7 @@ pkgs=(
   libhdf5-dev
   libopenmpi-dev openmpi-bin
   libgtest-dev libgmock-dev
+  clang-14 libclang-rt-14-dev
   libcurl4-openssl-dev libssl-dev
   python3-dev python3-numpy pybind11-dev python3-pybind11 python3-protobuf python3-pytest
   python3-setuptools python3-venv graphviz python3-pydot

@@ -2,19 +2,20 @@
 # The one way to run crema's tests, locally and in CI: installs the Debian dependencies, builds
 # everything (the CUDA code too when the toolkit is present, even without a GPU) and runs ctest.
 # Tests that need ../shared/reference skip cleanly when it is absent; GPU tests skip without a GPU.
-# Usage: scripts/test.sh [--sanitize] [--fuzz-smoke] [ctest args...]   e.g. scripts/test.sh -R convolution
+# Usage: scripts/test.sh [--sanitize] [--no-fuzz-smoke] [ctest args...]   e.g. scripts/test.sh -R convolution
 #   --sanitize (or CREMA_TEST_SANITIZE=1): instead, the unit tests built with AddressSanitizer and
 #     UndefinedBehaviorSanitizer in build-asan/ (CUDA and Python off), any report failing the test.
-#   --fuzz-smoke (or CREMA_TEST_FUZZ=1): also each libFuzzer target for 20 s (scripts/fuzz.sh;
-#     needs clang), any finding failing the run.
+#   Then each libFuzzer target runs for 20 s (scripts/fuzz.sh smoke: a clang build in
+#     build-fuzz/), any finding failing the run; --no-fuzz-smoke (or CREMA_TEST_FUZZ=0) skips it.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 sanitize="${CREMA_TEST_SANITIZE:-0}"
-fuzz="${CREMA_TEST_FUZZ:-0}"
+fuzz="${CREMA_TEST_FUZZ:-1}"
 while [ $# -gt 0 ]; do
   case "$1" in
     --sanitize) sanitize=1 ;;
     --fuzz-smoke) fuzz=1 ;;
+    --no-fuzz-smoke) fuzz=0 ;;
     *) break ;;
   esac
   shift
