@@ -32,6 +32,9 @@ class HDF5DataLayer final : public Layer {
  public:
   using Layer::Layer;
   const char* type() const override { return "HDF5Data"; }
+  // Device-neutral: rows are read from the HDF5 files on the host by design (as Caffe); the
+  // next layer's gpu_data() uploads the batch.
+  bool HasGpuKernels() const override { return true; }
   void LayerSetUp(const BlobVec& bottom, const BlobVec& top) override;
   // Tops keep the shape set-up gives them.
   void Reshape(const BlobVec& bottom, const BlobVec& top) override {}

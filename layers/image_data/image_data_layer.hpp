@@ -46,6 +46,9 @@ class ImageDataLayer final : public Layer {
   using Layer::Layer;
   ~ImageDataLayer() override;
   const char* type() const override { return "ImageData"; }
+  // Device-neutral: images are decoded and transformed on the host by design (as Caffe); the
+  // next layer's gpu_data() uploads the batch.
+  bool HasGpuKernels() const override { return true; }
   void LayerSetUp(const BlobVec& bottom, const BlobVec& top) override;
   // Tops are shaped by Forward, from the batch it reads.
   void Reshape(const BlobVec& bottom, const BlobVec& top) override {}
