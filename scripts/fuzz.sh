@@ -8,6 +8,7 @@
 #   scripts/fuzz.sh campaign [SECONDS] each target for SECONDS (default 600), corpus kept in
 #                                      fuzz-corpus/<target>; prints executions, corpus size and
 #                                      findings per target
+#   (smoke and campaign run CREMA_FUZZ_JOBS targets at a time, default 1)
 #   scripts/fuzz.sh run TARGET [libFuzzer args...]   one target, e.g. to replay a crash file
 # Findings (crash-*, leak-*, timeout-*, oom-* inputs) are saved under fuzz-findings/<target>/.
 set -euo pipefail
@@ -57,6 +58,10 @@ seeds() {
 export ASAN_OPTIONS="${ASAN_OPTIONS:-detect_leaks=1:allocator_may_return_null=1:abort_on_error=0}"
 export UBSAN_OPTIONS="${UBSAN_OPTIONS:-print_stacktrace=1:halt_on_error=1}"
 export GLOG_minloglevel="${GLOG_minloglevel:-3}"
+# crema's blob bound (2^27 values here; INT_MAX by default) below the fuzzer's 1 GB malloc limit,
+# so an input that passes the bound may be allocated: what is checked is that anything beyond
+# it is refused before the allocation.
+export CREMA_MAX_BLOB_ELEMENTS="${CREMA_MAX_BLOB_ELEMENTS:-134217728}"
 
 # Runs one target for $2 seconds; prints "target: N execs, corpus M, findings K".
 fuzz_one() {
@@ -67,11 +72,14 @@ fuzz_one() {
   local before
   before=$(find "$out" -maxdepth 1 -type f ! -name fuzz.log | wc -l)
   # -rss_limit_mb: a hostile file must be rejected before a large allocation; -timeout: a hang.
+  # Inputs that once crashed a target (fuzz/regressions/<target>/) are run first, every time.
+  local regressions=()
+  [ -d "fuzz/regressions/$target" ] && regressions=("$root/fuzz/regressions/$target")
   set +e
   (cd "$out" && "$root/$build_dir/fuzz/$target" -max_total_time="$seconds" -timeout=10 \
     -rss_limit_mb=2048 -malloc_limit_mb=1024 -max_len=65536 -print_final_stats=1 \
-    -artifact_prefix="$root/$out/" "$root/$corpus" "$root/$build_dir/seeds/$target") \
-    >"$log" 2>&1
+    -artifact_prefix="$root/$out/" "$root/$corpus" "$root/$build_dir/seeds/$target" \
+    "${regressions[@]}") >"$log" 2>&1
   local rc=$?
   set -e
   local execs after
@@ -87,9 +95,12 @@ fuzz_one() {
   fi
 }
 
+# Every target for $1 seconds, CREMA_FUZZ_JOBS (default 1) at a time; $2 = 1 keeps the corpus.
 run_all() {
-  local seconds=$1 keep=$2 failed=0
+  local seconds=$1 keep=$2 jobs="${CREMA_FUZZ_JOBS:-1}" failed=0 running=0
   seeds
+  local results
+  results=$(mktemp -d)
   for t in $(targets); do
     local corpus
     if [ "$keep" = 1 ]; then
@@ -98,8 +109,20 @@ run_all() {
       corpus="$build_dir/smoke-corpus/$t"
       rm -rf "$corpus"
     fi
-    fuzz_one "$t" "$seconds" "$corpus" || failed=1
+    (if fuzz_one "$t" "$seconds" "$corpus" >"$results/$t" 2>&1; then echo 0; else echo 1; fi \
+      >"$results/$t.rc") &
+    running=$((running + 1))
+    if [ "$running" -ge "$jobs" ]; then
+      wait -n || true
+      running=$((running - 1))
+    fi
   done
+  wait
+  for t in $(targets); do
+    cat "$results/$t"
+    [ "$(cat "$results/$t.rc")" = 0 ] || failed=1
+  done
+  rm -rf "$results"
   return $failed
 }
 
@@ -115,7 +138,7 @@ case "${1:-}" in
     exec "$build_dir/fuzz/$t" "$@"
     ;;
   *)
-    sed -n '2,13p' "$0"
+    sed -n '2,14p' "$0"
     exit 2
     ;;
 esac

@@ -1,6 +1,7 @@
 #include "io/data_transformer.hpp"
 
 #include <algorithm>
+#include <cstdint>
 #include <fstream>
 #include <sstream>
 
@@ -11,6 +12,7 @@
 
 #include "core/rng.hpp"
 #include "crema/error.hpp"
+#include "io/input_checks.hpp"
 
 namespace crema {
 namespace {
@@ -108,10 +110,13 @@ DataTransformer::DataTransformer(const TransformationParameter& param, Phase pha
   if (dims.size() != 3)
     CREMA_THROW_CONFIG("transform_param.mean_file '", path,
                        "' must hold one 1 x C x H x W mean image, got ", dims.size(), " axes");
+  const int64_t count = CheckedElementCount(dims);
+  if (count <= 0 || dims[0] > INT32_MAX || dims[1] > INT32_MAX || dims[2] > INT32_MAX)
+    CREMA_THROW_RUNTIME("transform_param.mean_file '", path, "' declares a mean image of ", dims[0],
+                        " x ", dims[1], " x ", dims[2], " values");
   mean_channels_ = static_cast<int>(dims[0]);
   mean_height_ = static_cast<int>(dims[1]);
   mean_width_ = static_cast<int>(dims[2]);
-  const int64_t count = dims[0] * dims[1] * dims[2];
   if (proto.data_size() == count) {
     mean_.assign(proto.data().begin(), proto.data().end());
   } else if (proto.double_data_size() == count) {
@@ -172,7 +177,11 @@ DataTransformer::Image DataTransformer::Decode(const Datum& datum, std::vector<u
   if (image.channels <= 0 || image.height <= 0 || image.width <= 0)
     CREMA_THROW_RUNTIME(Named(what), ": the Datum has no image (channels x height x width = ",
                         ShapeText(image.channels, image.height, image.width), ")");
-  const int64_t count = static_cast<int64_t>(image.channels) * image.height * image.width;
+  const int64_t count = CheckedElementCount({image.channels, image.height, image.width});
+  if (count < 0)
+    CREMA_THROW_RUNTIME(Named(what), ": the Datum's shape ",
+                        ShapeText(image.channels, image.height, image.width),
+                        " has more values than int64 can count");
   if (!datum.data().empty()) {
     if (static_cast<int64_t>(datum.data().size()) != count)
       CREMA_THROW_RUNTIME(Named(what), ": the Datum holds ", datum.data().size(),

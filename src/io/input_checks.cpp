@@ -71,18 +71,27 @@ uint32_t LittleEndian32(const std::string& b, size_t at) {
 bool JpegSize(const std::string& b, int64_t* width, int64_t* height) {
   size_t at = 2;
   while (at + 4 <= b.size()) {
-    if (static_cast<unsigned char>(b[at]) != 0xff) return false;
+    // Bytes before a marker are skipped, as libjpeg does (with a warning), so a header it
+    // decodes is not missed here.
+    if (static_cast<unsigned char>(b[at]) != 0xff) {
+      ++at;
+      continue;
+    }
     const unsigned marker = static_cast<unsigned char>(b[at + 1]);
     if (marker == 0xff) {  // fill byte
       ++at;
+      continue;
+    }
+    if (marker == 0x00) {  // a stuffed 0xff in stray bytes: not a marker (libjpeg skips it)
+      at += 2;
       continue;
     }
     if (marker == 0xd8 || marker == 0x01 || (marker >= 0xd0 && marker <= 0xd7)) {
       at += 2;  // segments without a length
       continue;
     }
-    const uint32_t length = BigEndian(b, at + 2, 2);
-    if (length < 2) return false;
+    // A length below 2 skips nothing past the length field (libjpeg's skip_variable).
+    const uint32_t length = std::max<uint32_t>(BigEndian(b, at + 2, 2), 2);
     const bool frame =
         marker >= 0xc0 && marker <= 0xcf && marker != 0xc4 && marker != 0xc8 && marker != 0xcc;
     if (frame) {
@@ -116,6 +125,13 @@ bool EncodedImageSize(const std::string& b, int64_t* width, int64_t* height) {
     return true;
   }
   return false;
+}
+
+int64_t CheckedElementCount(const std::vector<int64_t>& dims) {
+  int64_t count = 1;
+  for (int64_t d : dims)
+    if (d < 0 || __builtin_mul_overflow(count, d, &count)) return -1;
+  return count;
 }
 
 void CheckEncodedImageSize(const std::string& bytes, int channels, const std::string& what) {

@@ -10,10 +10,15 @@
 // does not follow symbolic links) and does not touch the file system.
 #include <cstdint>
 #include <string>
+#include <vector>
 
 namespace crema {
 
 std::string OneLineMessage(const std::string& message);
+
+// The product of `dims` read from a file, or -1 when one is negative or the product overflows
+// int64 (the caller reports it with the file's name).
+int64_t CheckedElementCount(const std::vector<int64_t>& dims);
 
 // The width and height an encoded image's header declares (PNG, JPEG, BMP); false for other
 // formats or a header too short or broken to tell (the decoder then judges it).

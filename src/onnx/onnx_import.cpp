@@ -406,8 +406,17 @@ class Importer {
     const Shape kernel(weight.dims.begin() + 2, weight.dims.end());
     const Shape strides = IntsAttr(node(), "strides", Shape(spatial, 1));
     const Shape dilations = IntsAttr(node(), "dilations", Shape(spatial, 1));
+    if (strides.size() != spatial || dilations.size() != spatial)
+      CREMA_THROW_CONFIG(Where(), "strides ", ShapeText(strides), " and dilations ",
+                         ShapeText(dilations), " must have one value per spatial axis (", spatial,
+                         ")");
+    for (size_t a = 0; a < spatial; ++a)
+      if (strides[a] < 1 || dilations[a] < 1 || kernel[a] < 1)
+        CREMA_THROW_CONFIG(Where(), "kernel ", ShapeText(kernel), ", strides ", ShapeText(strides),
+                           " and dilations ", ShapeText(dilations), " must be >= 1");
     const Shape pads = ConvPads(kernel, strides, dilations);
     const int64_t group = IntAttr(node(), "group", 1);
+    if (group < 1) CREMA_THROW_CONFIG(Where(), "group must be >= 1, got ", group);
     const int64_t num_output = transposed ? weight.dims[1] * group : weight.dims[0];
     Shape shape = {InShape()[0], num_output};
     for (size_t a = 0; a < spatial; ++a) {
@@ -531,6 +540,9 @@ class Importer {
     const Shape kernel = IntsAttr(node(), "kernel_shape", {});
     if (kernel.size() != 2) CREMA_THROW_CONFIG(Where(), "kernel_shape must have 2 values");
     const Shape strides = IntsAttr(node(), "strides", {1, 1});
+    if (strides.size() != 2 || strides[0] < 1 || strides[1] < 1 || kernel[0] < 1 || kernel[1] < 1)
+      CREMA_THROW_CONFIG(Where(), "kernel_shape ", ShapeText(kernel), " and strides ",
+                         ShapeText(strides), " must be 2 values >= 1 each");
     for (int64_t d : IntsAttr(node(), "dilations", {1, 1}))
       if (d != 1) CREMA_THROW_CONFIG(Where(), "dilated pooling has no Caffe equivalent");
     const std::string auto_pad = StringAttr(node(), "auto_pad", "NOTSET");
@@ -538,6 +550,8 @@ class Importer {
       CREMA_THROW_CONFIG(Where(), "auto_pad ", auto_pad, " is not supported; use explicit pads");
     Shape pads = auto_pad == "VALID" ? Shape(4, 0) : IntsAttr(node(), "pads", Shape(4, 0));
     if (pads.size() != 4) CREMA_THROW_CONFIG(Where(), "pads must have 4 values");
+    for (int64_t p : pads)
+      if (p < 0) CREMA_THROW_CONFIG(Where(), "pads ", ShapeText(pads), " must be >= 0");
     const bool ceil_mode = IntAttr(node(), "ceil_mode", 0) != 0;
     const bool include_pad = IntAttr(node(), "count_include_pad", 0) != 0;
     Shape out_shape = {in[0], in[1], 0, 0};

@@ -72,6 +72,14 @@ TEST(EncodedImageSizeTest, ReadsPngJpegAndBmpHeaders) {
   ASSERT_TRUE(EncodedImageSize(jpeg, &width, &height));
   EXPECT_EQ(width, 258);
   EXPECT_EQ(height, 513);
+  // Stray bytes before the frame marker (libjpeg skips them and decodes; found by the fuzzer):
+  // the frame is still found.
+  std::string sloppy("\xff\xd8\xff\xe0\0\x10", 6);
+  sloppy += std::string(14, 'j') + "\x01\x00\x00garbage\xff\xff\xff\x00\x00";
+  sloppy += std::string("\xff\xc0\0\x11\x08\x5b\x82\x62\x00\x03", 10);
+  ASSERT_TRUE(EncodedImageSize(sloppy, &width, &height));
+  EXPECT_EQ(width, 25088);
+  EXPECT_EQ(height, 23426);
   // BMP: width 640 and height -480 (top-down) little-endian at offsets 18 and 22.
   std::string bmp(26, '\0');
   bmp[0] = 'B';
