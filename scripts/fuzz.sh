@@ -31,6 +31,9 @@ build() {
   }
   export CCACHE_DIR="${CCACHE_DIR:-$HOME/.cache/ccache}"
   export CCACHE_BASEDIR="${CCACHE_BASEDIR:-$PWD}"
+  # -gline-tables-only makes ccache hash the build folder; without that, a clone in another folder
+  # (CI's) reuses the objects.
+  export CCACHE_NOHASHDIR="${CCACHE_NOHASHDIR:-1}"
   local san="-fsanitize=fuzzer-no-link,address,undefined -fno-sanitize-recover=all"
   san+=" -fno-omit-frame-pointer -gline-tables-only"
   mkdir -p "$build_dir"
