@@ -70,7 +70,8 @@ void SoftmaxWithLossLayer::ForwardGpu(const BlobVec& bottom, const BlobVec& top)
       const int64_t index = static_cast<int64_t>(bad_at) - 1;
       BadLabel(index, bottom[1]->cpu_data<T>()[index]);
     }
-    top[0]->mutable_cpu_data<T>()[0] = static_cast<T>(total / Normalizer(static_cast<int64_t>(valid)));
+    top[0]->mutable_cpu_data<T>()[0] =
+        static_cast<T>(total / Normalizer(static_cast<int64_t>(valid)));
   });
   if (top.size() == 2) top[1]->ShareData(prob_);
 }
@@ -91,7 +92,8 @@ void SoftmaxWithLossLayer::BackwardGpu(const BlobVec& top, const std::vector<boo
         counts);
     gpu::CheckLaunch("SoftmaxWithLoss backward");
     const double valid = normalization_ == LossParameter::VALID ? gpu::Asum<T>(n, counts) : 0;
-    const T loss_weight = static_cast<T>(top[0]->cpu_diff<T>()[0] / Normalizer(static_cast<int64_t>(valid)));
+    const T loss_weight =
+        static_cast<T>(top[0]->cpu_diff<T>()[0] / Normalizer(static_cast<int64_t>(valid)));
     gpu::Scal<T>(prob_.count(), loss_weight, dx);
   });
 }
