@@ -22,6 +22,7 @@
 #include "crema/device.hpp"
 #include "crema/error.hpp"
 #include "flags.hpp"
+#include "solvers/distributed.hpp"
 
 DECLARE_int32(nproc);
 
@@ -75,16 +76,9 @@ int ExitCodeOf(int status) {
 
 }  // namespace
 
-bool StartedAsRank() {
-  for (const char* name :
-       {"RANK", "WORLD_SIZE", "OMPI_COMM_WORLD_SIZE", "PMIX_RANK", "PMI_SIZE", "PMI_RANK"})
-    if (std::getenv(name) != nullptr) return true;
-  return false;
-}
-
 bool RunLocalGroup(int* exit_code) {
   if (FLAGS_nproc < 1) CREMA_THROW_CONFIG("--nproc must be >= 1, got ", FLAGS_nproc);
-  if (StartedAsRank()) {
+  if (dist::StartedAsRank()) {
     // Each rank re-reads the same flags; --nproc is the launcher's, so only its own ranks agree.
     const char* world = std::getenv("WORLD_SIZE");
     if (FLAGS_nproc > 1 && (world == nullptr || std::atoi(world) != FLAGS_nproc))

@@ -14,8 +14,4 @@ namespace crema::cli {
 // stop). Returns false when there is nothing to start. ConfigError for flags that disagree.
 bool RunLocalGroup(int* exit_code);
 
-// Whether the environment already makes this process a rank (torchrun-style variables or an MPI
-// launcher's).
-bool StartedAsRank();
-
 }  // namespace crema::cli

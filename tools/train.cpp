@@ -159,7 +159,9 @@ void WriteEffectiveSolver(const SolverParameter& param) {
 }
 
 Device TrainDevice(const SolverParameter& param) {
-  if (!FLAGS_gpu.empty()) return DeviceFromFlags(StartedAsRank() ? dist::LocalRank() : -1);
+  // A list of GPUs: each rank takes its local rank's (a single process never gets here with a
+  // list: RunLocalGroup starts one process per GPU).
+  if (!FLAGS_gpu.empty()) return DeviceFromFlags(dist::LocalRank());
   // Without --gpu, an explicit `solver_mode: GPU` (with device_id) chooses the device, as in
   // Caffe; the proto's implicit default (GPU) does not.
   if (param.has_solver_mode() && param.solver_mode() == SolverParameter::GPU) {

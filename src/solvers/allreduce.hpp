@@ -55,6 +55,9 @@ class Transport : public AllReduce {
   std::vector<double> doubles_;
 };
 
+// Whether an MPI launcher started this process (Open MPI, PMIx, MPICH/Hydra, Slurm's PMI), with
+// or without MPI in this build.
+bool LaunchedByMpi();
 // The MPI job this process was started in (mpirun, srun: their environment variables), or null.
 std::unique_ptr<Transport> JoinMpi();
 // The torchrun-style group (RANK, WORLD_SIZE, LOCAL_RANK, MASTER_ADDR, MASTER_PORT set), or null

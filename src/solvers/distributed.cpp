@@ -3,6 +3,7 @@
 #include <glog/logging.h>
 
 #include <algorithm>
+#include <cstdlib>
 #include <cstring>
 #include <map>
 
@@ -83,6 +84,10 @@ void Init() {
   if (transport_) return;
   transport_ = JoinMpi();
   if (!transport_) transport_ = JoinTcp();
+}
+
+bool StartedAsRank() {
+  return LaunchedByMpi() || std::getenv("RANK") != nullptr || std::getenv("WORLD_SIZE") != nullptr;
 }
 
 void Finalize() { transport_.reset(); }

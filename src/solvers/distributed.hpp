@@ -30,6 +30,9 @@ class AllReduce;
 // their environment variables), else the TCP group when RANK and WORLD_SIZE are set; otherwise
 // stays a world of one rank. Idempotent.
 void Init();
+// Whether a launcher made this process a rank, whether or not Init has run: an MPI launcher's
+// variables, or torchrun-style RANK / WORLD_SIZE.
+bool StartedAsRank();
 // Leaves the group (after a normal end); no-op when Init did not join one.
 void Finalize();
 int Rank();       // 0 alone

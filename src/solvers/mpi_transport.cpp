@@ -17,15 +17,14 @@
 
 namespace crema::dist {
 
-#ifdef CREMA_WITH_MPI
-namespace {
-
-// Whether an MPI launcher started this process (Open MPI, PMIx, MPICH/Hydra, Slurm's PMI).
 bool LaunchedByMpi() {
   for (const char* name : {"OMPI_COMM_WORLD_SIZE", "PMIX_RANK", "PMI_SIZE", "PMI_RANK"})
     if (std::getenv(name) != nullptr) return true;
   return false;
 }
+
+#ifdef CREMA_WITH_MPI
+namespace {
 
 class MpiTransport final : public Transport {
  public:
