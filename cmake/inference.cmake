@@ -36,7 +36,7 @@ crema_module(crema_core src/core/*.cpp src/core/*.cu)
 target_compile_definitions(crema_core PRIVATE
   CREMA_EXCLUDED_LAYER_TYPES="${CREMA_INFERENCE_EXCLUDED_LAYER_TYPES}")
 crema_module(crema_math src/math/*.cpp src/math/*.cu)
-crema_module(crema_io src/io/npy.cpp)
+crema_module(crema_io src/io/npy.cpp src/io/input_checks.cpp src/io/prefetch_pool.cpp)
 crema_module(crema_net src/net/*.cpp)
 target_compile_definitions(crema_net PRIVATE CREMA_NO_HDF5=1)
 crema_module(crema_onnx src/onnx/*.cpp)
@@ -69,6 +69,7 @@ set(_crema_infer_verbs crema flags forward inspect layers onnx time device_query
 list(TRANSFORM _crema_infer_verbs PREPEND ${CMAKE_CURRENT_SOURCE_DIR}/tools/)
 list(TRANSFORM _crema_infer_verbs APPEND .cpp)
 add_executable(crema_infer_cli ${_crema_infer_verbs})
+target_compile_definitions(crema_infer_cli PRIVATE CREMA_INFERENCE_ONLY=1)  # time: no --solver
 set_target_properties(crema_infer_cli PROPERTIES OUTPUT_NAME crema-infer INSTALL_RPATH
                       "$ORIGIN/../${CMAKE_INSTALL_LIBDIR}")
 target_include_directories(crema_infer_cli PRIVATE ${CMAKE_CURRENT_SOURCE_DIR}/src

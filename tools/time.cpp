@@ -71,6 +71,10 @@ int BatchSize(const Net& net) {
 
 // A solver for --solver: its train net, no display, tests or snapshots while timing.
 std::unique_ptr<Solver> TimingSolver(const Device& device) {
+#ifdef CREMA_INFERENCE_ONLY
+  (void)device;
+  CREMA_THROW_CONFIG("--solver: training is not in this inference-only build; time a --model");
+#else
   SolverParameter param;
   std::shared_ptr<ProtoSource> source = ReadSolverParamsFromTextFile(FLAGS_solver, &param);
   param.mutable_train_state()->set_level(FLAGS_level);
@@ -87,6 +91,7 @@ std::unique_ptr<Solver> TimingSolver(const Device& device) {
   options.source = source;
   options.train_net_memory_plan = MemoryPlanFromFlag(MemoryPlan::kTraining);
   return Solver::Create(param, options);
+#endif
 }
 
 int RunTime(const std::vector<std::string>& args) {
@@ -183,7 +188,9 @@ int RunTime(const std::vector<std::string>& args) {
   // plain data -= diff; the host reads the loss once per iteration, as the solver does.
   const auto run_once = [&] {
     if (solver) {
+#ifndef CREMA_INFERENCE_ONLY  // no solver there (TimingSolver refuses --solver)
       solver->Step(1);
+#endif
     } else if (train) {
       net->ClearParamDiffs();
       net->Forward();
