@@ -14,6 +14,7 @@
 #include <vector>
 
 #include "crema/error.hpp"
+#include "crema/net.hpp"
 #include "crema/plugin.hpp"
 #include "crema/version.hpp"
 #include "flags.hpp"
@@ -29,13 +30,17 @@ DEFINE_bool(forbid_path_escape, false,
             "ImageData/WindowData: a path in a list file that is absolute or leaves root_folder "
             "through '..' is an error naming the list file and line (also "
             "CREMA_FORBID_PATH_ESCAPE=1).");
+DEFINE_bool(fuse_relu, true,
+            "CPU nets: an in-place ReLU runs inside the Convolution, InnerProduct, Eltwise or "
+            "Scale that produced its input (one pass over memory less; every value the same). "
+            "--fuse-relu=false runs it as a layer of its own.");
 
 namespace crema::cli {
 namespace {
 
 // Flags every verb accepts, handled here before the verb runs.
 const std::set<std::string>& GlobalFlags() {
-  static const std::set<std::string> flags = {"plugin", "forbid_path_escape"};
+  static const std::set<std::string> flags = {"plugin", "forbid_path_escape", "fuse_relu"};
   return flags;
 }
 
@@ -271,6 +276,7 @@ int main(int argc, char** argv) {
   try {
     CheckUnusedFlags(*verb);
     if (FLAGS_forbid_path_escape) crema::SetForbidPathEscape(true);
+    crema::SetFuseReLUDefault(FLAGS_fuse_relu);
     LoadPlugins();
     return verb->run(positional);
   } catch (const crema::ConfigError& e) {

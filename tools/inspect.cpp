@@ -36,6 +36,17 @@ std::string Placement(size_t bytes, int buffer, const std::string& note) {
   return buffer >= 0 ? "#" + std::to_string(buffer) : "own (" + note + ")";
 }
 
+// "title: N layers: a -> b, ..." for the layers i with into[i] >= 0 (b: layer into[i]).
+void PrintLayerMap(const Net& net, const std::vector<int>& into, const char* title) {
+  std::string pairs;
+  int count = 0;
+  for (int i = 0; i < net.num_layers(); ++i)
+    if (into[i] >= 0)
+      pairs +=
+          StrCat(count++ ? ", " : ": ", net.layer_names()[i], " -> ", net.layer_names()[into[i]]);
+  std::printf("%s: %d layer%s%s\n", title, count, count == 1 ? "" : "s", pairs.c_str());
+}
+
 void PrintMemoryPlan(const Net& net, MemoryPlan mode) {
   const MemoryPlanLayout layout = PlanNetMemory(net, mode, {});
   size_t width = 4;
@@ -138,16 +149,9 @@ int RunInspect(const std::vector<std::string>& args) {
   if (FLAGS_memory) {
     // Inference folds BatchNorm (+ Scale) into convolutions unless --fold-bn=false.
     net->SetFoldBatchNorm(FLAGS_fold_bn);
-    std::string folded;
-    int num_folded = 0;
-    for (int i = 0; i < net->num_layers(); ++i) {
-      const int conv = net->folded_into()[i];
-      if (conv < 0) continue;
-      folded += StrCat(num_folded++ ? ", " : ": ", net->layer_names()[i], " -> ",
-                       net->layer_names()[conv]);
-    }
-    std::printf("\nfolded into convolutions for inference (--fold-bn): %d layer%s%s\n", num_folded,
-                num_folded == 1 ? "" : "s", folded.c_str());
+    std::printf("\n");
+    PrintLayerMap(*net, net->folded_into(), "folded into convolutions for inference (--fold-bn)");
+    PrintLayerMap(*net, net->relu_fused_into(), "ReLUs fused into their producers (--fuse-relu)");
     PrintMemoryPlan(*net, MemoryPlan::kInference);
     net->SetFoldBatchNorm(false);
     PrintMemoryPlan(*net, MemoryPlan::kTraining);

@@ -92,6 +92,17 @@ class Layer {
   void set_forward_only(bool value) { forward_only_ = value; }
   bool forward_only() const { return forward_only_; }
 
+  // ReLU fusion (NetOptions::fuse_relu): a layer that returns true applies an in-place ReLU's
+  // function to its only top at the end of its CPU Forward when the net asks (set_fused_relu),
+  // and the net then skips that ReLU's Forward (its Backward runs as before). CPU only.
+  virtual bool SupportsFusedReLU() const { return false; }
+  void set_fused_relu(bool on, float negative_slope = 0) {
+    fused_relu_ = on;
+    fused_relu_slope_ = negative_slope;
+  }
+  bool fused_relu() const { return fused_relu_; }
+  float fused_relu_slope() const { return fused_relu_slope_; }
+
   void set_device(const Device& device) { device_ = device; }
   const Device& device() const { return device_; }
   // Element type used for tops and learnable blobs created by this layer.
@@ -130,6 +141,8 @@ class Layer {
   Locator locator_;
   std::shared_ptr<Workspace> workspace_;
   bool forward_only_ = false;
+  bool fused_relu_ = false;
+  float fused_relu_slope_ = 0;
 };
 
 // A layer with one bottom and one top of the same shape (element-wise functions).

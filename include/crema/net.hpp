@@ -36,6 +36,10 @@ enum class MemoryPlan {
   kTraining,   // forward and backward: data stays live for backward; gradients share buffers
 };
 
+// The default of NetOptions::fuse_relu for nets built afterwards (process-wide).
+void SetFuseReLUDefault(bool fuse);
+bool FuseReLUDefault();
+
 struct NetOptions {
   Device device;
   // Replaces the phase/level/stages of the NetParameter's state when set.
@@ -58,6 +62,13 @@ struct NetOptions {
   // their tops aliasing the convolution's. params(), saving and copying see the unfolded
   // weights; Backward is refused. After editing parameters by hand call SetFoldBatchNorm again.
   bool fold_batch_norm = false;
+  // CPU nets: an in-place ReLU whose input only its producer wrote (a Convolution, InnerProduct,
+  // Eltwise or Scale, also a convolution BatchNorm was folded into) runs inside that producer's
+  // Forward, in the producer's last pass over its output, and the net skips the ReLU's Forward;
+  // Backward is unchanged. Every blob holds the same bits as without fusion, also after a partial
+  // ForwardFromTo (the producer applies it only when the ReLU is in the range run). The default
+  // is true, or what SetFuseReLUDefault set (the CLI's --fuse-relu).
+  bool fuse_relu = FuseReLUDefault();
 };
 
 // The outcome of copying weights into a net: the layers (with params) copied, and the layers
@@ -111,6 +122,12 @@ class Net {
   bool fold_batch_norm() const { return fold_batch_norm_; }
   // Per layer: the index of the Convolution a BatchNorm or Scale is folded into, else -1.
   const std::vector<int>& folded_into() const { return folded_into_; }
+
+  // Fuses in-place ReLUs into their producers or undoes it (NetOptions::fuse_relu).
+  void SetFuseReLU(bool fuse);
+  bool fuse_relu() const { return fuse_relu_; }
+  // Per layer: for a fused ReLU, the index of the layer that applies it, else -1.
+  const std::vector<int>& relu_fused_into() const { return relu_fused_into_; }
 
   void ClearParamDiffs();
   // data -= diff for every learnable parameter that owns its memory.
@@ -206,6 +223,8 @@ class Net {
   void PlanFold();
   // Builds the folded convolutions from the current weights.
   void ApplyFold();
+  // Finds the ReLUs to fuse into their producers (after PlanFold: folded layers are skipped).
+  void PlanFuseReLU();
   // The only layer reading the value layer `producer` writes into blob `blob`, else -1.
   int SoleReader(int producer, int blob) const;
   std::string LayerLocation(int layer_param_index, const std::string& field) const;
@@ -269,6 +288,10 @@ class Net {
   // Per layer: the folded copy of a convolution that runs instead of it (null when none).
   std::vector<std::unique_ptr<Layer>> folded_convs_;
   bool fold_stale_ = false;
+  bool fuse_relu_ = true;
+  std::vector<int> relu_fused_into_;
+  // Per layer: the fused ReLU it applies to its top (index), else -1.
+  std::vector<int> fused_relu_of_;
   // Scratch shared by the layers (layers run one at a time).
   std::shared_ptr<Workspace> workspace_;
 };

@@ -6,6 +6,7 @@
 
 #include "core/filler.hpp"
 #include "core/workspace.hpp"
+#include "math/activation.hpp"
 #include "math/im2col.hpp"
 #include "math/math.hpp"
 
@@ -388,12 +389,17 @@ void BaseConvolutionLayer::Forward1x1(const T* bottom, const T* weights, const T
                    static_cast<int>(kernel_dim_), T(1), weights + weight_offset_ * g,
                    in + col_offset_ * g, T(0), out + output_offset_ * g);
     }
-    if (bias == nullptr) continue;
+    if (bias == nullptr && !fused_relu()) continue;
+    const T slope = static_cast<T>(fused_relu_slope());
 #pragma omp parallel for if (num_output_ * spatial > 65536)
     for (int m = 0; m < num_output_; ++m) {
       T* dst = out + m * spatial;
-      const T b = bias[m];
-      for (int64_t s = 0; s < spatial; ++s) dst[s] += b;
+      if (bias != nullptr) {
+        const T b = bias[m];
+        for (int64_t s = 0; s < spatial; ++s) dst[s] += b;
+      }
+      if (fused_relu())
+        for (int64_t s = 0; s < spatial; ++s) dst[s] = ReLUValue(dst[s], slope);
     }
   }
 }
@@ -444,16 +450,22 @@ void BaseConvolutionLayer::ForwardBatch(const T* bottom, const T* weights, const
                    static_cast<int>(kernel_dim_), T(1), weights + weight_offset_ * g,
                    col + kernel_dim_ * ld * g, T(0), out + out_per_group * ld * g);
     }
-    // Scatter (out channels) x (images * spatial) into (images, out channels, spatial).
+    // Scatter (out channels) x (images * spatial) into (images, out channels, spatial), adding
+    // the bias and applying a fused ReLU on the way.
     const int64_t units = images * conv_out_channels_;
+    const T slope = static_cast<T>(fused_relu_slope());
 #pragma omp parallel for if (units * spatial > 65536)
     for (int64_t u = 0; u < units; ++u) {
       const int64_t n = u / conv_out_channels_;
       const int64_t m = u % conv_out_channels_;
       const T* src = out + m * ld + n * spatial;
       T* dst = top + (n0 + n) * top_dim_ + m * spatial;
-      if (bias != nullptr) {
-        const T b = bias[m];
+      const T b = bias != nullptr ? bias[m] : T(0);
+      if (fused_relu() && bias != nullptr) {
+        for (int64_t s = 0; s < spatial; ++s) dst[s] = ReLUValue(src[s] + b, slope);
+      } else if (fused_relu()) {
+        for (int64_t s = 0; s < spatial; ++s) dst[s] = ReLUValue(src[s], slope);
+      } else if (bias != nullptr) {
         for (int64_t s = 0; s < spatial; ++s) dst[s] = src[s] + b;
       } else {
         std::copy(src, src + spatial, dst);

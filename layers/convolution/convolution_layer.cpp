@@ -50,9 +50,10 @@ void ConvolutionLayer::ForwardT(const BlobVec& bottom, const BlobVec& top) {
   const T* bias = bias_term_ ? blobs_[1]->cpu_data<T>() : nullptr;
   // ---- depthwise fast path ----
   if (DepthwiseShape shape; DepthwiseShapeOf(&shape)) {
+    const T relu_slope = static_cast<T>(fused_relu_slope());
     for (size_t i = 0; i < bottom.size(); ++i)
       DepthwiseConvForward<T>(shape, bottom[i]->cpu_data<T>(), weight, bias,
-                              top[i]->mutable_cpu_data<T>());
+                              top[i]->mutable_cpu_data<T>(), fused_relu() ? &relu_slope : nullptr);
     return;
   }
   // ---- end depthwise fast path ----

@@ -18,6 +18,7 @@ class ConvolutionLayer : public BaseConvolutionLayer {
  public:
   using BaseConvolutionLayer::BaseConvolutionLayer;
   const char* type() const override { return "Convolution"; }
+  bool SupportsFusedReLU() const override { return true; }
 
  protected:
   bool reverse_dimensions() const override { return false; }

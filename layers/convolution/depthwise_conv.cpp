@@ -4,6 +4,8 @@
 #include <atomic>
 #include <vector>
 
+#include "math/activation.hpp"
+
 namespace crema {
 namespace {
 
@@ -53,7 +55,7 @@ bool DepthwiseConvEnabled() { return depthwise_enabled.load(); }
 
 template <typename T>
 void DepthwiseConvForward(const DepthwiseShape& s, const T* bottom, const T* weight, const T* bias,
-                          T* top) {
+                          T* top, const T* relu_slope) {
   const Taps taps(s);
   const int num_output = s.channels * s.multiplier;
   const int64_t in_plane = static_cast<int64_t>(s.height) * s.width;
@@ -86,6 +88,8 @@ void DepthwiseConvForward(const DepthwiseShape& s, const T* bottom, const T* wei
         }
       }
     }
+    if (relu_slope != nullptr)
+      for (int64_t i = 0; i < out_plane; ++i) out[i] = ReLUValue(out[i], *relu_slope);
   }
 }
 
@@ -171,9 +175,10 @@ void DepthwiseConvBackwardParams(const DepthwiseShape& s, const T* top_diff, con
   }
 }
 
-#define CREMA_INSTANTIATE_DEPTHWISE(T)                                                            \
-  template void DepthwiseConvForward<T>(const DepthwiseShape&, const T*, const T*, const T*, T*); \
-  template void DepthwiseConvBackwardData<T>(const DepthwiseShape&, const T*, const T*, T*);      \
+#define CREMA_INSTANTIATE_DEPTHWISE(T)                                                           \
+  template void DepthwiseConvForward<T>(const DepthwiseShape&, const T*, const T*, const T*, T*, \
+                                        const T*);                                               \
+  template void DepthwiseConvBackwardData<T>(const DepthwiseShape&, const T*, const T*, T*);     \
   template void DepthwiseConvBackwardParams<T>(const DepthwiseShape&, const T*, const T*, T*, T*);
 CREMA_INSTANTIATE_DEPTHWISE(float)
 CREMA_INSTANTIATE_DEPTHWISE(double)

@@ -31,10 +31,11 @@ bool UseDepthwiseConv(int num_spatial_axes, int channels, int group, int num_out
 void SetDepthwiseConvEnabled(bool enabled);
 bool DepthwiseConvEnabled();
 
-// top = conv(bottom) (+ bias when not null); top is overwritten.
+// top = conv(bottom) (+ bias when not null); top is overwritten. With relu_slope not null, a
+// fused ReLU (math/activation.hpp) with that negative slope is applied to each output plane.
 template <typename T>
 void DepthwiseConvForward(const DepthwiseShape& s, const T* bottom, const T* weight, const T* bias,
-                          T* top);
+                          T* top, const T* relu_slope = nullptr);
 // bottom_diff = conv^T(top_diff), overwritten.
 template <typename T>
 void DepthwiseConvBackwardData(const DepthwiseShape& s, const T* top_diff, const T* weight,

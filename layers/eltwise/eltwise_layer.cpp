@@ -1,6 +1,9 @@
 #include "layers/eltwise/eltwise_layer.hpp"
 
+#include <algorithm>
+
 #include "crema/layer_registry.hpp"
+#include "math/activation.hpp"
 #include "math/math.hpp"
 
 namespace crema {
@@ -41,6 +44,10 @@ void EltwiseLayer::Forward(const BlobVec& bottom, Blob* top) {
         cpu::Mul<T>(count, top_data, bottom[i]->cpu_data<T>(), top_data);
       break;
     case EltwiseParameter::SUM:
+      if (std::all_of(coeffs_.begin(), coeffs_.end(), [](double c) { return c == 1.0; })) {
+        SumOfOnes<T>(bottom, top_data, count);
+        return;  // the fused ReLU is applied on the way
+      }
       cpu::Set<T>(count, T(0), top_data);
       for (size_t i = 0; i < bottom.size(); ++i)
         cpu::Axpy<T>(count, static_cast<T>(coeffs_[i]), bottom[i]->cpu_data<T>(), top_data);
@@ -64,6 +71,34 @@ void EltwiseLayer::Forward(const BlobVec& bottom, Blob* top) {
         }
       }
       break;
+    }
+  }
+  if (fused_relu()) ReLUInPlace(count, static_cast<T>(fused_relu_slope()), top_data);
+}
+
+template <typename T>
+void EltwiseLayer::SumOfOnes(const BlobVec& bottom, T* top_data, int64_t count) const {
+  // 0 + x0 + x1 + ..., the sums Set(0) and Axpy with coefficient 1 compute (1 * x is exact), in
+  // one pass for two bottoms (ResNet's shortcut) and one pass per bottom otherwise.
+  const T slope = static_cast<T>(fused_relu_slope());
+  const bool relu = fused_relu();
+  if (bottom.size() == 2) {
+    const T* a = bottom[0]->cpu_data<T>();
+    const T* b = bottom[1]->cpu_data<T>();
+#pragma omp parallel for if (count > 262144)
+    for (int64_t j = 0; j < count; ++j) {
+      const T sum = (T(0) + a[j]) + b[j];
+      top_data[j] = relu ? ReLUValue(sum, slope) : sum;
+    }
+    return;
+  }
+  for (size_t i = 0; i < bottom.size(); ++i) {
+    const T* x = bottom[i]->cpu_data<T>();
+    const bool last = i + 1 == bottom.size();
+#pragma omp parallel for if (count > 262144)
+    for (int64_t j = 0; j < count; ++j) {
+      const T sum = (i == 0 ? T(0) : top_data[j]) + x[j];
+      top_data[j] = relu && last ? ReLUValue(sum, slope) : sum;
     }
   }
 }

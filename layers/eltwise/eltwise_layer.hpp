@@ -17,6 +17,7 @@ class EltwiseLayer final : public Layer {
  public:
   using Layer::Layer;
   const char* type() const override { return "Eltwise"; }
+  bool SupportsFusedReLU() const override { return true; }
   void LayerSetUp(const BlobVec& bottom, const BlobVec& top) override;
   void Reshape(const BlobVec& bottom, const BlobVec& top) override;
   int MinBottomBlobs() const override { return 2; }
@@ -30,6 +31,9 @@ class EltwiseLayer final : public Layer {
  private:
   template <typename T>
   void Forward(const BlobVec& bottom, Blob* top);
+  // SUM with every coefficient 1: top = 0 + x_0 + x_1 + ... (+ the fused ReLU).
+  template <typename T>
+  void SumOfOnes(const BlobVec& bottom, T* top_data, int64_t count) const;
   template <typename T>
   void Backward(const Blob& top, const std::vector<bool>& propagate_down, const BlobVec& bottom);
 

@@ -5,6 +5,7 @@
 
 #include "core/filler.hpp"
 #include "crema/layer_registry.hpp"
+#include "math/activation.hpp"
 #include "math/math.hpp"
 
 namespace crema {
@@ -120,6 +121,8 @@ void InnerProductLayer::ForwardT(const BlobVec& bottom, const BlobVec& top) {
     cpu::Gemm<T>(cpu::Trans::kNo, cpu::Trans::kNo, M_, N_, 1, T(1), bias_multiplier_.cpu_data<T>(),
                  blobs_[1]->cpu_data<T>(), T(1), top_data);
   }
+  if (fused_relu())
+    ReLUInPlace(static_cast<int64_t>(M_) * N_, static_cast<T>(fused_relu_slope()), top_data);
 }
 
 template <typename T>

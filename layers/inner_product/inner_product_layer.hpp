@@ -13,6 +13,7 @@ class InnerProductLayer final : public Layer {
  public:
   using Layer::Layer;
   const char* type() const override { return "InnerProduct"; }
+  bool SupportsFusedReLU() const override { return true; }
   void LayerSetUp(const BlobVec& bottom, const BlobVec& top) override;
   void Reshape(const BlobVec& bottom, const BlobVec& top) override;
   int ExactNumBottomBlobs() const override { return 1; }

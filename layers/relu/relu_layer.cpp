@@ -3,6 +3,7 @@
 #include <algorithm>
 
 #include "crema/layer_registry.hpp"
+#include "math/activation.hpp"
 
 namespace crema {
 
@@ -13,10 +14,7 @@ void ReLULayer::Forward(const Blob& bottom, Blob* top) const {
   T* top_data = top->mutable_cpu_data<T>();
   const int64_t count = bottom.count();
 #pragma omp parallel for if (count > 262144)
-  for (int64_t i = 0; i < count; ++i) {
-    const T x = bottom_data[i];
-    top_data[i] = std::max(x, T(0)) + negative_slope * std::min(x, T(0));
-  }
+  for (int64_t i = 0; i < count; ++i) top_data[i] = ReLUValue(bottom_data[i], negative_slope);
 }
 
 template <typename T>

@@ -7,6 +7,7 @@
 
 #include "core/filler.hpp"
 #include "crema/layer_registry.hpp"
+#include "math/activation.hpp"
 #include "math/channel_loops.hpp"
 
 namespace crema {
@@ -119,16 +120,33 @@ void ScaleLayer::ForwardT(const BlobVec& bottom, const BlobVec& top) {
     });
   }
   T* top_data = top[0]->mutable_cpu_data<T>();
+  const T* bias = bias_term_ ? blobs_[bias_param_id_]->cpu_data<T>() : nullptr;
+  // The bias indexed like the scale (the usual case, a per-channel Scale): one pass computes
+  // x * scale + bias (and a fused ReLU), the same operations in the same order as two passes.
+  const bool bias_aligned = bias != nullptr && bias_outer_dim_ == outer_dim_ &&
+                            bias_dim_ == scale_dim_ && bias_inner_dim_ == inner_dim_;
+  const T slope = static_cast<T>(fused_relu_slope());
+  const bool relu_in_pass = fused_relu() && (bias == nullptr || bias_aligned);
   cpu::ForEachChannelPlane(outer_dim_, scale_dim_, inner_dim_, [&](int64_t d, int64_t offset) {
-    for (int64_t i = 0; i < inner_dim_; ++i)
-      top_data[offset + i] = bottom_data[offset + i] * scale[d];
+    const T* x = bottom_data + offset;
+    T* y = top_data + offset;
+    if (bias_aligned) {
+      const T b = bias[d];
+      for (int64_t i = 0; i < inner_dim_; ++i) y[i] = x[i] * scale[d] + b;
+    } else {
+      for (int64_t i = 0; i < inner_dim_; ++i) y[i] = x[i] * scale[d];
+    }
+    if (relu_in_pass)
+      for (int64_t i = 0; i < inner_dim_; ++i) y[i] = ReLUValue(y[i], slope);
   });
-  if (!bias_term_) return;
-  const T* bias = blobs_[bias_param_id_]->cpu_data<T>();
+  if (bias == nullptr || bias_aligned) return;
   cpu::ForEachChannelPlane(bias_outer_dim_, bias_dim_, bias_inner_dim_,
                            [&](int64_t d, int64_t offset) {
                              T* row = top_data + offset;
                              for (int64_t i = 0; i < bias_inner_dim_; ++i) row[i] += bias[d];
+                             if (fused_relu())
+                               for (int64_t i = 0; i < bias_inner_dim_; ++i)
+                                 row[i] = ReLUValue(row[i], slope);
                            });
 }
 

@@ -21,6 +21,7 @@ class ScaleLayer final : public Layer {
  public:
   using Layer::Layer;
   const char* type() const override { return "Scale"; }
+  bool SupportsFusedReLU() const override { return true; }
   void LayerSetUp(const BlobVec& bottom, const BlobVec& top) override;
   void Reshape(const BlobVec& bottom, const BlobVec& top) override;
 

@@ -192,6 +192,7 @@ void Net::Init(const NetParameter& in_param, const NetOptions& options) {
   }
   debug_info_ = param.debug_info();
   fold_batch_norm_ = options.fold_batch_norm;
+  fuse_relu_ = options.fuse_relu;
   keep_blobs_ = options.keep_blobs;
   PlanFold();
   if (options.memory_plan != MemoryPlan::kOff)
@@ -469,7 +470,12 @@ double Net::ForwardFromTo(int start, int end) {
       }
       continue;
     }
+    // A fused ReLU whose producer ran in this pass: its value is in place already.
+    if (relu_fused_into_[i] >= start) continue;
     Layer* layer = folded_convs_[i] ? folded_convs_[i].get() : layers_[i].get();
+    if (const int relu = fused_relu_of_[i]; relu >= 0)
+      layer->set_fused_relu(relu <= end,
+                            layers_[relu]->layer_param().relu_param().negative_slope());
     loss += layer->Forward(bottom_vecs_[i], top_vecs_[i]);
     if (debug_info_) ForwardDebugInfo(i);
     if (check_finite_) CheckFinite(i, true);

@@ -92,7 +92,8 @@ void Net::PlanFold() {
   folded_convs_.clear();
   folded_convs_.resize(num_layers());
   fold_stale_ = false;
-  if (!fold_batch_norm_) return;
+  // Which ReLUs fuse depends on the folds: PlanFuseReLU runs after them.
+  if (!fold_batch_norm_) return PlanFuseReLU();
   const std::set<std::string> keep(keep_blobs_.begin(), keep_blobs_.end());
   // A kept blob must still hold the value its last writer gives it: a folded layer's top that
   // is a blob of its own must not be kept.
@@ -127,6 +128,7 @@ void Net::PlanFold() {
       per_channel &= blob->shape() == std::vector<int>{channels};
     if (per_channel) folded_into_[scale] = l;
   }
+  PlanFuseReLU();
 }
 
 void Net::ApplyFold() {
