@@ -24,9 +24,16 @@ scripts/setup.sh
 if [ "$sanitize" = 1 ]; then
   CREMA_BUILD_DIR=build-asan scripts/build.sh "-DCREMA_SANITIZE=address;undefined" \
     -DCREMA_CUDA=OFF -DCREMA_PYTHON=OFF
-  ASAN_OPTIONS="${ASAN_OPTIONS:-detect_leaks=1:check_initialization_order=1}" \
-    UBSAN_OPTIONS="${UBSAN_OPTIONS:-halt_on_error=1:print_stacktrace=1}" \
-    ctest --test-dir build-asan --output-on-failure -j "$(nproc)" "$@"
+  asan="${ASAN_OPTIONS:-detect_leaks=1:check_initialization_order=1}"
+  export UBSAN_OPTIONS="${UBSAN_OPTIONS:-halt_on_error=1:print_stacktrace=1}"
+  # OpenMPI leaks at MPI_Finalize, from plugins it has already unloaded (no names to suppress):
+  # the test that runs `mpirun crema train` runs without the leak check, every other check on.
+  ASAN_OPTIONS="$asan" ctest --test-dir build-asan --output-on-failure -j "$(nproc)" \
+    -E '^mpi_train_test$' "$@"
+  if [ $# -eq 0 ]; then
+    ASAN_OPTIONS="$asan:detect_leaks=0" ctest --test-dir build-asan --output-on-failure \
+      -R '^mpi_train_test$'
+  fi
 else
   scripts/build.sh
   ctest --test-dir "${CREMA_BUILD_DIR:-build}" --output-on-failure -j "$(nproc)" "$@"
