@@ -35,7 +35,7 @@ namespace {
 
 // Flags every verb accepts, handled here before the verb runs.
 const std::set<std::string>& GlobalFlags() {
-  static const std::set<std::string> flags = {"plugin", "forbid_path_escape"};
+  static const std::set<std::string> flags = {"plugin", "forbid_path_escape", "cpu_engine"};
   return flags;
 }
 
@@ -271,6 +271,7 @@ int main(int argc, char** argv) {
   try {
     CheckUnusedFlags(*verb);
     if (FLAGS_forbid_path_escape) crema::SetForbidPathEscape(true);
+    ApplyCpuEngineFlag();
     LoadPlugins();
     return verb->run(positional);
   } catch (const crema::ConfigError& e) {

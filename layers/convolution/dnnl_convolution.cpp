@@ -1,0 +1,269 @@
+#include "layers/convolution/dnnl_convolution.hpp"
+
+#include <glog/logging.h>
+
+#include <unordered_map>
+
+#include "core/workspace.hpp"
+#include "crema/error.hpp"
+#include "math/dnnl_engine.hpp"
+
+namespace crema {
+
+bool DnnlConvGeometry::operator==(const DnnlConvGeometry& o) const {
+  return input == o.input && output == o.output && filter == o.filter && pad == o.pad &&
+         stride == o.stride && dilation == o.dilation && group == o.group && bias == o.bias;
+}
+
+#ifdef CREMA_WITH_DNNL
+
+namespace {
+
+using dnnl::memory;
+using Tag = memory::format_tag;
+
+memory::dims Dims(const std::vector<int>& v) { return memory::dims(v.begin(), v.end()); }
+
+Tag PlainTag(size_t rank) {
+  switch (rank) {
+    case 3:
+      return Tag::abc;
+    case 4:
+      return Tag::abcd;
+    case 5:
+      return Tag::abcde;
+    case 6:
+      return Tag::abcdef;
+    default:
+      return Tag::a;
+  }
+}
+
+memory::desc Plain(const memory::dims& dims) {
+  return memory::desc(dims, memory::data_type::f32, PlainTag(dims.size()));
+}
+
+memory::desc Any(const memory::dims& dims) {
+  return memory::desc(dims, memory::data_type::f32, Tag::any);
+}
+
+// One tensor argument of a primitive: the caller's plain memory and the layout the primitive
+// chose; when they differ, the tensor goes through a reorder in scratch memory. An output with
+// `accumulate` is added (+=) to the caller's memory instead of overwriting it.
+struct Operand {
+  int arg;
+  memory::desc user, want;
+  void* data;
+  bool output = false;
+  bool accumulate = false;
+};
+
+std::string ImplName(const dnnl::primitive_desc_base& pd) { return pd.impl_info_str(); }
+
+// Runs `primitive` on `operands`, with its scratchpad and the reorder buffers carved from one
+// block of the workspace.
+void Execute(const dnnl::primitive& primitive, const memory::desc& scratchpad,
+             const std::vector<Operand>& operands, Workspace* ws) {
+  DnnlScratch scratch;
+  const int pad_piece = scratch.Add(scratchpad.get_size());
+  std::vector<int> pieces(operands.size(), -1), plain_pieces(operands.size(), -1);
+  for (size_t i = 0; i < operands.size(); ++i) {
+    const Operand& op = operands[i];
+    if (op.want != op.user) pieces[i] = scratch.Add(op.want.get_size());
+    // Accumulated outputs, and outputs the caller does not want, land in plain scratch first.
+    if (op.accumulate || op.data == nullptr) plain_pieces[i] = scratch.Add(op.user.get_size());
+  }
+  scratch.Bind(ws->Cpu(scratch.bytes()));
+  dnnl::engine& engine = DnnlEngine();
+  dnnl::stream& stream = DnnlStream();
+  std::unordered_map<int, memory> args;
+  args.emplace(DNNL_ARG_SCRATCHPAD, memory(scratchpad, engine, scratch.At(pad_piece)));
+  std::vector<memory> users(operands.size()), wanted(operands.size());
+  for (size_t i = 0; i < operands.size(); ++i) {
+    const Operand& op = operands[i];
+    users[i] =
+        memory(op.user, engine, plain_pieces[i] >= 0 ? scratch.At(plain_pieces[i]) : op.data);
+    wanted[i] = pieces[i] < 0 ? users[i] : memory(op.want, engine, scratch.At(pieces[i]));
+    if (!op.output && pieces[i] >= 0)
+      dnnl::reorder(users[i], wanted[i]).execute(stream, users[i], wanted[i]);
+    args.emplace(op.arg, wanted[i]);
+  }
+  primitive.execute(stream, args);
+  for (size_t i = 0; i < operands.size(); ++i) {
+    const Operand& op = operands[i];
+    if (op.output && pieces[i] >= 0)
+      dnnl::reorder(wanted[i], users[i]).execute(stream, wanted[i], users[i]);
+  }
+  stream.wait();
+  for (size_t i = 0; i < operands.size(); ++i) {
+    const Operand& op = operands[i];
+    if (!op.accumulate || op.data == nullptr) continue;
+    const float* sum = static_cast<const float*>(scratch.At(plain_pieces[i]));
+    float* out = static_cast<float*>(op.data);
+    const int64_t n = static_cast<int64_t>(op.user.get_size() / sizeof(float));
+#pragma omp parallel for if (n > 65536)
+    for (int64_t j = 0; j < n; ++j) out[j] += sum[j];
+  }
+}
+
+}  // namespace
+
+struct DnnlConvolution::Impl {
+  DnnlConvGeometry geometry;
+  bool prepared = false, supported = false;
+  memory::dims strides, dilates, pad_l, pad_r;
+  memory::desc src, weights, bias, dst;  // the caller's plain layouts
+  dnnl::convolution_forward::primitive_desc fwd_pd;
+  dnnl::convolution_forward fwd;
+  // Created on the first backward pass (an inference net never needs them).
+  bool backward_ready = false;
+  dnnl::convolution_backward_data::primitive_desc bwd_data_pd;
+  dnnl::convolution_backward_data bwd_data;
+  dnnl::convolution_backward_weights::primitive_desc bwd_weights_pd;
+  dnnl::convolution_backward_weights bwd_weights;
+
+  void Create(const DnnlConvGeometry& g);
+  void CreateBackward();
+};
+
+void DnnlConvolution::Impl::Create(const DnnlConvGeometry& g) {
+  const size_t spatial = g.input.size() - 2;
+  strides.clear();
+  dilates.clear();
+  pad_l.clear();
+  for (size_t i = 0; i < spatial; ++i) {
+    strides.push_back(g.stride[i]);
+    dilates.push_back(g.dilation[i] - 1);
+    pad_l.push_back(g.pad[i]);
+  }
+  // Caffe's output size floors; oneDNN checks (in + pad_l + pad_r - extent) / stride + 1 == out
+  // with the same integer division, so the right pad is Caffe's pad too.
+  pad_r = pad_l;
+  src = Plain(Dims(g.input));
+  dst = Plain(Dims(g.output));
+  memory::dims weight_dims = Dims(g.filter);
+  if (g.group > 1) {
+    weight_dims[0] /= g.group;
+    weight_dims.insert(weight_dims.begin(), g.group);
+  }
+  weights = Plain(weight_dims);
+  bias = g.bias ? Plain({g.output[1]}) : memory::desc();
+  const dnnl::convolution_forward::desc desc(
+      dnnl::prop_kind::forward_training, dnnl::algorithm::convolution_direct, Any(src.dims()),
+      Any(weight_dims), bias, Any(dst.dims()), strides, dilates, pad_l, pad_r);
+  fwd_pd = dnnl::convolution_forward::primitive_desc(desc, DnnlUserScratchpad(), DnnlEngine());
+  fwd = dnnl::convolution_forward(fwd_pd);
+  backward_ready = false;
+}
+
+void DnnlConvolution::Impl::CreateBackward() {
+  const dnnl::convolution_backward_data::desc data_desc(
+      dnnl::algorithm::convolution_direct, Any(src.dims()), Any(weights.dims()), Any(dst.dims()),
+      strides, dilates, pad_l, pad_r);
+  bwd_data_pd = dnnl::convolution_backward_data::primitive_desc(data_desc, DnnlUserScratchpad(),
+                                                                DnnlEngine(), fwd_pd);
+  bwd_data = dnnl::convolution_backward_data(bwd_data_pd);
+  const dnnl::convolution_backward_weights::desc weights_desc(
+      dnnl::algorithm::convolution_direct, Any(src.dims()), Any(weights.dims()), bias,
+      Any(dst.dims()), strides, dilates, pad_l, pad_r);
+  bwd_weights_pd = dnnl::convolution_backward_weights::primitive_desc(
+      weights_desc, DnnlUserScratchpad(), DnnlEngine(), fwd_pd);
+  bwd_weights = dnnl::convolution_backward_weights(bwd_weights_pd);
+  backward_ready = true;
+  VLOG(1) << "oneDNN convolution " << ShapeText(geometry.input) << ": bwd data "
+          << ImplName(bwd_data_pd) << ", bwd weights " << ImplName(bwd_weights_pd);
+}
+
+DnnlConvolution::DnnlConvolution() : impl_(std::make_unique<Impl>()) {}
+DnnlConvolution::~DnnlConvolution() = default;
+
+bool DnnlConvolution::Prepare(const DnnlConvGeometry& geometry) {
+  Impl& impl = *impl_;
+  if (impl.prepared && impl.geometry == geometry) return impl.supported;
+  impl.geometry = geometry;
+  impl.prepared = true;
+  impl.supported = false;
+  try {
+    impl.Create(geometry);
+    impl.supported = true;
+    VLOG(1) << "oneDNN convolution " << ShapeText(geometry.input) << ": fwd "
+            << ImplName(impl.fwd_pd);
+  } catch (const dnnl::error& e) {
+    LOG(INFO) << "oneDNN does not take the convolution of input " << ShapeText(geometry.input)
+              << " (" << e.what() << "); crema's kernels run it";
+  }
+  return impl.supported;
+}
+
+void DnnlConvolution::Forward(const float* x, const float* w, const float* bias, float* y,
+                              Workspace* ws) {
+  Impl& impl = *impl_;
+  CREMA_ASSERT(impl.supported, "DnnlConvolution::Forward before a successful Prepare");
+  std::vector<Operand> ops = {
+      {DNNL_ARG_SRC, impl.src, impl.fwd_pd.src_desc(), const_cast<float*>(x)},
+      {DNNL_ARG_WEIGHTS, impl.weights, impl.fwd_pd.weights_desc(), const_cast<float*>(w)},
+      {DNNL_ARG_DST, impl.dst, impl.fwd_pd.dst_desc(), y, true}};
+  if (impl.geometry.bias)
+    ops.push_back({DNNL_ARG_BIAS, impl.bias, impl.fwd_pd.bias_desc(), const_cast<float*>(bias)});
+  Execute(impl.fwd, impl.fwd_pd.scratchpad_desc(), ops, ws);
+}
+
+void DnnlConvolution::BackwardData(const float* dy, const float* w, float* dx, Workspace* ws) {
+  Impl& impl = *impl_;
+  CREMA_ASSERT(impl.supported, "DnnlConvolution::BackwardData before a successful Prepare");
+  if (!impl.backward_ready) impl.CreateBackward();
+  const auto& pd = impl.bwd_data_pd;
+  Execute(impl.bwd_data, pd.scratchpad_desc(),
+          {{DNNL_ARG_DIFF_DST, impl.dst, pd.diff_dst_desc(), const_cast<float*>(dy)},
+           {DNNL_ARG_WEIGHTS, impl.weights, pd.weights_desc(), const_cast<float*>(w)},
+           {DNNL_ARG_DIFF_SRC, impl.src, pd.diff_src_desc(), dx, true}},
+          ws);
+}
+
+void DnnlConvolution::BackwardWeights(const float* x, const float* dy, float* dw, float* db,
+                                      Workspace* ws) {
+  Impl& impl = *impl_;
+  CREMA_ASSERT(impl.supported, "DnnlConvolution::BackwardWeights before a successful Prepare");
+  if (dw == nullptr && db == nullptr) return;
+  if (!impl.backward_ready) impl.CreateBackward();
+  const auto& pd = impl.bwd_weights_pd;
+  // oneDNN computes both diffs at once; one not asked for lands in scratch and is dropped.
+  std::vector<Operand> ops = {
+      {DNNL_ARG_SRC, impl.src, pd.src_desc(), const_cast<float*>(x)},
+      {DNNL_ARG_DIFF_DST, impl.dst, pd.diff_dst_desc(), const_cast<float*>(dy)},
+      {DNNL_ARG_DIFF_WEIGHTS, impl.weights, pd.diff_weights_desc(), dw, true, dw != nullptr}};
+  if (impl.geometry.bias)
+    ops.push_back({DNNL_ARG_DIFF_BIAS, impl.bias, pd.diff_bias_desc(), db, true, db != nullptr});
+  Execute(impl.bwd_weights, pd.scratchpad_desc(), ops, ws);
+}
+
+std::string DnnlConvolution::Describe() const {
+  const Impl& impl = *impl_;
+  if (!impl.supported) return "none";
+  std::string text = "fwd " + ImplName(impl.fwd_pd);
+  if (impl.backward_ready)
+    text += ", bwd data " + ImplName(impl.bwd_data_pd) + ", bwd weights " +
+            ImplName(impl.bwd_weights_pd);
+  return text;
+}
+
+#else  // without oneDNN in the build: every geometry stays on crema's kernels
+
+struct DnnlConvolution::Impl {};
+DnnlConvolution::DnnlConvolution() : impl_(std::make_unique<Impl>()) {}
+DnnlConvolution::~DnnlConvolution() = default;
+bool DnnlConvolution::Prepare(const DnnlConvGeometry&) { return false; }
+void DnnlConvolution::Forward(const float*, const float*, const float*, float*, Workspace*) {
+  CREMA_ASSERT(false, "oneDNN is not in this build");
+}
+void DnnlConvolution::BackwardData(const float*, const float*, float*, Workspace*) {
+  CREMA_ASSERT(false, "oneDNN is not in this build");
+}
+void DnnlConvolution::BackwardWeights(const float*, const float*, float*, float*, Workspace*) {
+  CREMA_ASSERT(false, "oneDNN is not in this build");
+}
+std::string DnnlConvolution::Describe() const { return "none"; }
+
+#endif  // CREMA_WITH_DNNL
+
+}  // namespace crema

@@ -1,0 +1,106 @@
+#pragma once
+// oneDNN (libdnnl) as an optional CPU engine, chosen per layer the way cuDNN is on the GPU.
+//
+// The CPU engine policy (process-wide; --cpu_engine or CREMA_CPU_ENGINE):
+//   auto  (default) per layer, input shape and direction (forward, backward), the first passes
+//         run crema's own kernels and oneDNN's alternately, timed; the faster one is kept and
+//         the choice logged once (INFO);
+//   caffe never oneDNN: crema's own kernels, bit-reproducible as before;
+//   dnnl  oneDNN wherever it supports the layer.
+// A layer's `engine: CAFFE` forces crema's kernels for that layer; DEFAULT and CUDNN follow the
+// policy. Deterministic mode (gpu::Deterministic) always runs crema's kernels. Float32 only; other
+// types always run crema's kernels. oneDNN's results may differ from crema's in the last bits and
+// between thread counts.
+//
+// Only files compiled with CREMA_WITH_DNNL (src/math/dnnl_*.cpp, layers/*/dnnl_*.cpp; see
+// CMakeLists.txt) see the oneDNN part at the end; the policy part is plain C++.
+#include <chrono>
+#include <functional>
+#include <map>
+#include <string>
+#include <utility>
+#include <vector>
+
+namespace crema {
+
+enum class CpuEngine { kAuto, kCaffe, kDnnl };
+
+// "auto", "caffe" or "dnnl" -> the policy; ConfigError naming `what` (e.g. "--cpu_engine")
+// otherwise.
+CpuEngine ParseCpuEngine(const std::string& text, const std::string& what);
+const char* CpuEngineName(CpuEngine engine);
+// The process-wide policy. Until SetCpuEngine is called it comes from CREMA_CPU_ENGINE (auto
+// when unset; a ConfigError when invalid).
+CpuEngine GetCpuEngine();
+void SetCpuEngine(CpuEngine engine);
+// Whether this build has oneDNN (CREMA_DNNL found at configure time).
+bool DnnlBuilt();
+
+// The policy for one layer: `force_caffe` (its engine field is CAFFE) gives kCaffe, otherwise
+// the process-wide one; without oneDNN in the build, and in deterministic mode (--deterministic,
+// solver `deterministic: true`), always kCaffe.
+CpuEngine LayerCpuEngine(bool force_caffe);
+
+// The per-layer choice of `auto`: for each (direction, input shape) a race of a few passes,
+// alternating crema's kernels and oneDNN's (the first of each untimed: caches, primitive
+// creation), keeping the faster by its best time.
+class CpuEngineChoice {
+ public:
+  // Runs one pass, `crema` or `dnnl`, as `policy` (kAuto: the race) says. `layer` names the layer
+  // in the log line, `direction` is "forward" or "backward".
+  void Run(CpuEngine policy, const std::string& layer, const char* direction,
+           const std::vector<int>& shape, const std::function<void()>& crema,
+           const std::function<void()>& dnnl);
+  // The engine of the last pass run: "crema", "oneDNN", or "" before the first.
+  const char* last() const { return last_; }
+
+ private:
+  struct Race {
+    int pass = 0;
+    double crema_best = 0, dnnl_best = 0;
+    bool decided = false, use_dnnl = false;
+  };
+  static constexpr int kRacePasses = 6;  // crema, oneDNN, crema, oneDNN, crema, oneDNN
+  std::map<std::pair<std::string, std::vector<int>>, Race> races_;
+  const char* last_ = "";
+};
+
+// "2x3x32x32".
+std::string ShapeText(const std::vector<int>& shape);
+
+}  // namespace crema
+
+#ifdef CREMA_WITH_DNNL
+#include <oneapi/dnnl/dnnl.hpp>
+
+namespace crema {
+
+// The process-wide CPU engine and its stream (in-order; oneDNN's OpenMP threads are crema's).
+dnnl::engine& DnnlEngine();
+dnnl::stream& DnnlStream();
+
+// Primitive attributes with a user-provided scratchpad (carved from the net's workspace).
+dnnl::primitive_attr DnnlUserScratchpad();
+
+// One block of scratch memory carved into 64-byte aligned pieces: Add() the sizes, then Bind()
+// the block's base address and read each piece with At().
+class DnnlScratch {
+ public:
+  // Reserves `bytes`; returns the piece's index.
+  int Add(size_t bytes);
+  size_t bytes() const { return total_; }
+  void Bind(void* base) { base_ = static_cast<char*>(base); }
+  void* At(int piece) const { return base_ + offsets_[piece]; }
+  void Clear() {
+    offsets_.clear();
+    total_ = 0;
+  }
+
+ private:
+  std::vector<size_t> offsets_;
+  size_t total_ = 0;
+  char* base_ = nullptr;
+};
+
+}  // namespace crema
+#endif  // CREMA_WITH_DNNL
