@@ -103,15 +103,8 @@ CpuEngine ConvolutionLayer::DnnlPolicy(const Blob& bottom, const Blob& top) {
     if (input_shape(i) + 2 * pad_[i] < dilation_[i] * (kernel_shape_[i] - 1) + 1)
       return CpuEngine::kCaffe;
   if (!dnnl_) dnnl_ = std::make_shared<DnnlConvolution>();
-  DnnlConvGeometry geometry;
-  geometry.input = bottom.shape();
-  geometry.output = top.shape();
-  geometry.filter = blobs_[0]->shape();
-  geometry.pad = pad_;
-  geometry.stride = stride_;
-  geometry.dilation = dilation_;
-  geometry.group = group_;
-  geometry.bias = bias_term_;
+  const DnnlConvGeometry geometry{bottom.shape(), top.shape(), blobs_[0]->shape(), pad_, stride_,
+                                  dilation_,      group_,      bias_term_};
   return dnnl_->Prepare(geometry) ? policy : CpuEngine::kCaffe;
 }
 

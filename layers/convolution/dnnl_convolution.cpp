@@ -20,91 +20,10 @@ bool DnnlConvGeometry::operator==(const DnnlConvGeometry& o) const {
 namespace {
 
 using dnnl::memory;
-using Tag = memory::format_tag;
 
 memory::dims Dims(const std::vector<int>& v) { return memory::dims(v.begin(), v.end()); }
 
-Tag PlainTag(size_t rank) {
-  switch (rank) {
-    case 3:
-      return Tag::abc;
-    case 4:
-      return Tag::abcd;
-    case 5:
-      return Tag::abcde;
-    case 6:
-      return Tag::abcdef;
-    default:
-      return Tag::a;
-  }
-}
-
-memory::desc Plain(const memory::dims& dims) {
-  return memory::desc(dims, memory::data_type::f32, PlainTag(dims.size()));
-}
-
-memory::desc Any(const memory::dims& dims) {
-  return memory::desc(dims, memory::data_type::f32, Tag::any);
-}
-
-// One tensor argument of a primitive: the caller's plain memory and the layout the primitive
-// chose; when they differ, the tensor goes through a reorder in scratch memory. An output with
-// `accumulate` is added (+=) to the caller's memory instead of overwriting it.
-struct Operand {
-  int arg;
-  memory::desc user, want;
-  void* data;
-  bool output = false;
-  bool accumulate = false;
-};
-
 std::string ImplName(const dnnl::primitive_desc_base& pd) { return pd.impl_info_str(); }
-
-// Runs `primitive` on `operands`, with its scratchpad and the reorder buffers carved from one
-// block of the workspace.
-void Execute(const dnnl::primitive& primitive, const memory::desc& scratchpad,
-             const std::vector<Operand>& operands, Workspace* ws) {
-  DnnlScratch scratch;
-  const int pad_piece = scratch.Add(scratchpad.get_size());
-  std::vector<int> pieces(operands.size(), -1), plain_pieces(operands.size(), -1);
-  for (size_t i = 0; i < operands.size(); ++i) {
-    const Operand& op = operands[i];
-    if (op.want != op.user) pieces[i] = scratch.Add(op.want.get_size());
-    // Accumulated outputs, and outputs the caller does not want, land in plain scratch first.
-    if (op.accumulate || op.data == nullptr) plain_pieces[i] = scratch.Add(op.user.get_size());
-  }
-  scratch.Bind(ws->Cpu(scratch.bytes()));
-  dnnl::engine& engine = DnnlEngine();
-  dnnl::stream& stream = DnnlStream();
-  std::unordered_map<int, memory> args;
-  args.emplace(DNNL_ARG_SCRATCHPAD, memory(scratchpad, engine, scratch.At(pad_piece)));
-  std::vector<memory> users(operands.size()), wanted(operands.size());
-  for (size_t i = 0; i < operands.size(); ++i) {
-    const Operand& op = operands[i];
-    users[i] =
-        memory(op.user, engine, plain_pieces[i] >= 0 ? scratch.At(plain_pieces[i]) : op.data);
-    wanted[i] = pieces[i] < 0 ? users[i] : memory(op.want, engine, scratch.At(pieces[i]));
-    if (!op.output && pieces[i] >= 0)
-      dnnl::reorder(users[i], wanted[i]).execute(stream, users[i], wanted[i]);
-    args.emplace(op.arg, wanted[i]);
-  }
-  primitive.execute(stream, args);
-  for (size_t i = 0; i < operands.size(); ++i) {
-    const Operand& op = operands[i];
-    if (op.output && pieces[i] >= 0)
-      dnnl::reorder(wanted[i], users[i]).execute(stream, wanted[i], users[i]);
-  }
-  stream.wait();
-  for (size_t i = 0; i < operands.size(); ++i) {
-    const Operand& op = operands[i];
-    if (!op.accumulate || op.data == nullptr) continue;
-    const float* sum = static_cast<const float*>(scratch.At(plain_pieces[i]));
-    float* out = static_cast<float*>(op.data);
-    const int64_t n = static_cast<int64_t>(op.user.get_size() / sizeof(float));
-#pragma omp parallel for if (n > 65536)
-    for (int64_t j = 0; j < n; ++j) out[j] += sum[j];
-  }
-}
 
 }  // namespace
 
@@ -139,18 +58,18 @@ void DnnlConvolution::Impl::Create(const DnnlConvGeometry& g) {
   // Caffe's output size floors; oneDNN checks (in + pad_l + pad_r - extent) / stride + 1 == out
   // with the same integer division, so the right pad is Caffe's pad too.
   pad_r = pad_l;
-  src = Plain(Dims(g.input));
-  dst = Plain(Dims(g.output));
+  src = DnnlPlain(Dims(g.input));
+  dst = DnnlPlain(Dims(g.output));
   memory::dims weight_dims = Dims(g.filter);
   if (g.group > 1) {
     weight_dims[0] /= g.group;
     weight_dims.insert(weight_dims.begin(), g.group);
   }
-  weights = Plain(weight_dims);
-  bias = g.bias ? Plain({g.output[1]}) : memory::desc();
+  weights = DnnlPlain(weight_dims);
+  bias = g.bias ? DnnlPlain({g.output[1]}) : memory::desc();
   const dnnl::convolution_forward::desc desc(
-      dnnl::prop_kind::forward_training, dnnl::algorithm::convolution_direct, Any(src.dims()),
-      Any(weight_dims), bias, Any(dst.dims()), strides, dilates, pad_l, pad_r);
+      dnnl::prop_kind::forward_training, dnnl::algorithm::convolution_direct, DnnlAny(src.dims()),
+      DnnlAny(weight_dims), bias, DnnlAny(dst.dims()), strides, dilates, pad_l, pad_r);
   fwd_pd = dnnl::convolution_forward::primitive_desc(desc, DnnlUserScratchpad(), DnnlEngine());
   fwd = dnnl::convolution_forward(fwd_pd);
   backward_ready = false;
@@ -158,14 +77,14 @@ void DnnlConvolution::Impl::Create(const DnnlConvGeometry& g) {
 
 void DnnlConvolution::Impl::CreateBackward() {
   const dnnl::convolution_backward_data::desc data_desc(
-      dnnl::algorithm::convolution_direct, Any(src.dims()), Any(weights.dims()), Any(dst.dims()),
-      strides, dilates, pad_l, pad_r);
+      dnnl::algorithm::convolution_direct, DnnlAny(src.dims()), DnnlAny(weights.dims()),
+      DnnlAny(dst.dims()), strides, dilates, pad_l, pad_r);
   bwd_data_pd = dnnl::convolution_backward_data::primitive_desc(data_desc, DnnlUserScratchpad(),
                                                                 DnnlEngine(), fwd_pd);
   bwd_data = dnnl::convolution_backward_data(bwd_data_pd);
   const dnnl::convolution_backward_weights::desc weights_desc(
-      dnnl::algorithm::convolution_direct, Any(src.dims()), Any(weights.dims()), bias,
-      Any(dst.dims()), strides, dilates, pad_l, pad_r);
+      dnnl::algorithm::convolution_direct, DnnlAny(src.dims()), DnnlAny(weights.dims()), bias,
+      DnnlAny(dst.dims()), strides, dilates, pad_l, pad_r);
   bwd_weights_pd = dnnl::convolution_backward_weights::primitive_desc(
       weights_desc, DnnlUserScratchpad(), DnnlEngine(), fwd_pd);
   bwd_weights = dnnl::convolution_backward_weights(bwd_weights_pd);
@@ -199,13 +118,13 @@ void DnnlConvolution::Forward(const float* x, const float* w, const float* bias,
                               Workspace* ws) {
   Impl& impl = *impl_;
   CREMA_ASSERT(impl.supported, "DnnlConvolution::Forward before a successful Prepare");
-  std::vector<Operand> ops = {
+  std::vector<DnnlOperand> ops = {
       {DNNL_ARG_SRC, impl.src, impl.fwd_pd.src_desc(), const_cast<float*>(x)},
       {DNNL_ARG_WEIGHTS, impl.weights, impl.fwd_pd.weights_desc(), const_cast<float*>(w)},
       {DNNL_ARG_DST, impl.dst, impl.fwd_pd.dst_desc(), y, true}};
   if (impl.geometry.bias)
     ops.push_back({DNNL_ARG_BIAS, impl.bias, impl.fwd_pd.bias_desc(), const_cast<float*>(bias)});
-  Execute(impl.fwd, impl.fwd_pd.scratchpad_desc(), ops, ws);
+  DnnlExecute(impl.fwd, impl.fwd_pd.scratchpad_desc(), ops, ws);
 }
 
 void DnnlConvolution::BackwardData(const float* dy, const float* w, float* dx, Workspace* ws) {
@@ -213,11 +132,11 @@ void DnnlConvolution::BackwardData(const float* dy, const float* w, float* dx, W
   CREMA_ASSERT(impl.supported, "DnnlConvolution::BackwardData before a successful Prepare");
   if (!impl.backward_ready) impl.CreateBackward();
   const auto& pd = impl.bwd_data_pd;
-  Execute(impl.bwd_data, pd.scratchpad_desc(),
-          {{DNNL_ARG_DIFF_DST, impl.dst, pd.diff_dst_desc(), const_cast<float*>(dy)},
-           {DNNL_ARG_WEIGHTS, impl.weights, pd.weights_desc(), const_cast<float*>(w)},
-           {DNNL_ARG_DIFF_SRC, impl.src, pd.diff_src_desc(), dx, true}},
-          ws);
+  DnnlExecute(impl.bwd_data, pd.scratchpad_desc(),
+              {{DNNL_ARG_DIFF_DST, impl.dst, pd.diff_dst_desc(), const_cast<float*>(dy)},
+               {DNNL_ARG_WEIGHTS, impl.weights, pd.weights_desc(), const_cast<float*>(w)},
+               {DNNL_ARG_DIFF_SRC, impl.src, pd.diff_src_desc(), dx, true}},
+              ws);
 }
 
 void DnnlConvolution::BackwardWeights(const float* x, const float* dy, float* dw, float* db,
@@ -228,13 +147,13 @@ void DnnlConvolution::BackwardWeights(const float* x, const float* dy, float* dw
   if (!impl.backward_ready) impl.CreateBackward();
   const auto& pd = impl.bwd_weights_pd;
   // oneDNN computes both diffs at once; one not asked for lands in scratch and is dropped.
-  std::vector<Operand> ops = {
+  std::vector<DnnlOperand> ops = {
       {DNNL_ARG_SRC, impl.src, pd.src_desc(), const_cast<float*>(x)},
       {DNNL_ARG_DIFF_DST, impl.dst, pd.diff_dst_desc(), const_cast<float*>(dy)},
       {DNNL_ARG_DIFF_WEIGHTS, impl.weights, pd.diff_weights_desc(), dw, true, dw != nullptr}};
   if (impl.geometry.bias)
     ops.push_back({DNNL_ARG_DIFF_BIAS, impl.bias, pd.diff_bias_desc(), db, true, db != nullptr});
-  Execute(impl.bwd_weights, pd.scratchpad_desc(), ops, ws);
+  DnnlExecute(impl.bwd_weights, pd.scratchpad_desc(), ops, ws);
 }
 
 std::string DnnlConvolution::Describe() const {

@@ -144,8 +144,9 @@ TEST_P(DnnlConvolutionTest, AutoPicksAnEngineAndMatches) {
   const ConvResult crema = RunConv(param, c.shape, CpuEngine::kCaffe, 8);
   const ConvResult automatic = RunConv(param, c.shape, CpuEngine::kAuto, 8);
   ExpectSameResults(automatic, crema);
-  // Six passes race, alternating crema and oneDNN (forward and backward each); then one is kept.
-  for (int pass = 0; pass < 6; ++pass) {
+  // The race alternates crema and oneDNN (forward and backward each) for four to six passes;
+  // then one engine is kept.
+  for (int pass = 0; pass < 4; ++pass) {
     const char* expected = pass % 2 == 0 ? "crema" : "oneDNN";
     EXPECT_EQ(automatic.engines[2 * pass], expected) << "forward pass " << pass;
     EXPECT_EQ(automatic.engines[2 * pass + 1], expected) << "backward pass " << pass;

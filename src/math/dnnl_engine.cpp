@@ -7,8 +7,10 @@
 #include <cstdlib>
 #include <iomanip>
 #include <sstream>
+#include <unordered_map>
 
 #include "core/cuda_context.hpp"
+#include "core/workspace.hpp"
 #include "crema/error.hpp"
 
 namespace crema {
@@ -98,7 +100,11 @@ void CpuEngineChoice::Run(CpuEngine policy, const std::string& layer, const char
     double& best = use_dnnl ? race.dnnl_best : race.crema_best;
     best = race.pass < 4 ? seconds : std::min(best, seconds);
   }
-  if (++race.pass < kRacePasses) return;
+  ++race.pass;
+  // A clear winner after one timed pass each ends the race early; a close one runs it out.
+  const bool clear = race.pass == 4 && std::max(race.crema_best, race.dnnl_best) >
+                                           kClearMargin * std::min(race.crema_best, race.dnnl_best);
+  if (race.pass < kRacePasses && !clear) return;
   race.decided = true;
   race.use_dnnl = race.dnnl_best < race.crema_best;
   std::ostringstream line;
@@ -115,9 +121,10 @@ dnnl::engine& DnnlEngine() {
   return *engine;
 }
 
+// One per thread: nets running in different threads (the API allows it) never share a stream.
 dnnl::stream& DnnlStream() {
-  static auto* stream = new dnnl::stream(DnnlEngine());
-  return *stream;
+  thread_local dnnl::stream stream(DnnlEngine());
+  return stream;
 }
 
 dnnl::primitive_attr DnnlUserScratchpad() {
@@ -130,6 +137,81 @@ int DnnlScratch::Add(size_t bytes) {
   offsets_.push_back(total_);
   total_ += (bytes + 63) / 64 * 64;
   return static_cast<int>(offsets_.size()) - 1;
+}
+
+namespace {
+
+using dnnl::memory;
+
+memory::format_tag PlainTag(size_t rank) {
+  switch (rank) {
+    case 1:
+      return memory::format_tag::a;
+    case 2:
+      return memory::format_tag::ab;
+    case 3:
+      return memory::format_tag::abc;
+    case 4:
+      return memory::format_tag::abcd;
+    case 5:
+      return memory::format_tag::abcde;
+    default:
+      return memory::format_tag::abcdef;
+  }
+}
+
+}  // namespace
+
+memory::desc DnnlPlain(const memory::dims& dims) {
+  return memory::desc(dims, memory::data_type::f32, PlainTag(dims.size()));
+}
+
+memory::desc DnnlAny(const memory::dims& dims) {
+  return memory::desc(dims, memory::data_type::f32, memory::format_tag::any);
+}
+
+void DnnlExecute(const dnnl::primitive& primitive, const memory::desc& scratchpad,
+                 const std::vector<DnnlOperand>& operands, Workspace* ws) {
+  DnnlScratch scratch;
+  const int pad_piece = scratch.Add(scratchpad.get_size());
+  std::vector<int> pieces(operands.size(), -1), plain_pieces(operands.size(), -1);
+  for (size_t i = 0; i < operands.size(); ++i) {
+    const DnnlOperand& op = operands[i];
+    if (op.want != op.user) pieces[i] = scratch.Add(op.want.get_size());
+    // Accumulated outputs, and outputs the caller does not want, land in plain scratch first.
+    if (op.accumulate || op.data == nullptr) plain_pieces[i] = scratch.Add(op.user.get_size());
+  }
+  scratch.Bind(ws->Cpu(scratch.bytes()));
+  dnnl::engine& engine = DnnlEngine();
+  dnnl::stream& stream = DnnlStream();
+  std::unordered_map<int, memory> args;
+  args.emplace(DNNL_ARG_SCRATCHPAD, memory(scratchpad, engine, scratch.At(pad_piece)));
+  std::vector<memory> users(operands.size()), wanted(operands.size());
+  for (size_t i = 0; i < operands.size(); ++i) {
+    const DnnlOperand& op = operands[i];
+    users[i] =
+        memory(op.user, engine, plain_pieces[i] >= 0 ? scratch.At(plain_pieces[i]) : op.data);
+    wanted[i] = pieces[i] < 0 ? users[i] : memory(op.want, engine, scratch.At(pieces[i]));
+    if (!op.output && pieces[i] >= 0)
+      dnnl::reorder(users[i], wanted[i]).execute(stream, users[i], wanted[i]);
+    args.emplace(op.arg, wanted[i]);
+  }
+  primitive.execute(stream, args);
+  for (size_t i = 0; i < operands.size(); ++i) {
+    const DnnlOperand& op = operands[i];
+    if (op.output && pieces[i] >= 0)
+      dnnl::reorder(wanted[i], users[i]).execute(stream, wanted[i], users[i]);
+  }
+  stream.wait();
+  for (size_t i = 0; i < operands.size(); ++i) {
+    const DnnlOperand& op = operands[i];
+    if (!op.accumulate || op.data == nullptr) continue;
+    const float* sum = static_cast<const float*>(scratch.At(plain_pieces[i]));
+    float* out = static_cast<float*>(op.data);
+    const int64_t n = static_cast<int64_t>(op.user.get_size() / sizeof(float));
+#pragma omp parallel for if (n > 65536)
+    for (int64_t j = 0; j < n; ++j) out[j] += sum[j];
+  }
 }
 
 #endif  // CREMA_WITH_DNNL

@@ -41,9 +41,10 @@ bool DnnlBuilt();
 // solver `deterministic: true`), always kCaffe.
 CpuEngine LayerCpuEngine(bool force_caffe);
 
-// The per-layer choice of `auto`: for each (direction, input shape) a race of a few passes,
+// The per-layer choice of `auto`: for each (direction, input shape) a race of up to six passes,
 // alternating crema's kernels and oneDNN's (the first of each untimed: caches, primitive
-// creation), keeping the faster by its best time.
+// creation), keeping the faster by its best time; it ends after four passes when one engine took
+// under 1/kClearMargin of the other's time.
 class CpuEngineChoice {
  public:
   // Runs one pass, `crema` or `dnnl`, as `policy` (kAuto: the race) says. `layer` names the layer
@@ -61,6 +62,7 @@ class CpuEngineChoice {
     bool decided = false, use_dnnl = false;
   };
   static constexpr int kRacePasses = 6;  // crema, oneDNN, crema, oneDNN, crema, oneDNN
+  static constexpr double kClearMargin = 1.5;
   std::map<std::pair<std::string, std::vector<int>>, Race> races_;
   const char* last_ = "";
 };
@@ -75,7 +77,10 @@ std::string ShapeText(const std::vector<int>& shape);
 
 namespace crema {
 
-// The process-wide CPU engine and its stream (in-order; oneDNN's OpenMP threads are crema's).
+class Workspace;
+
+// The process-wide CPU engine and the calling thread's stream (in-order; oneDNN's OpenMP threads
+// are crema's).
 dnnl::engine& DnnlEngine();
 dnnl::stream& DnnlStream();
 
@@ -101,6 +106,28 @@ class DnnlScratch {
   size_t total_ = 0;
   char* base_ = nullptr;
 };
+
+// float32 descriptors: crema's plain row-major layout (nchw, oihw, goihw, ...), or the layout a
+// primitive picks (format_tag::any).
+dnnl::memory::desc DnnlPlain(const dnnl::memory::dims& dims);
+dnnl::memory::desc DnnlAny(const dnnl::memory::dims& dims);
+
+// One tensor argument of a primitive: the caller's plain memory and the layout the primitive
+// chose; when they differ, the tensor goes through a reorder in scratch memory. An output with
+// `accumulate` is added (+=) to the caller's memory instead of overwriting it; an output with
+// null `data` is computed and dropped.
+struct DnnlOperand {
+  int arg;
+  dnnl::memory::desc user, want;
+  void* data;
+  bool output = false;
+  bool accumulate = false;
+};
+
+// Runs `primitive` on `operands` and waits for it; its scratchpad (DnnlUserScratchpad) and the
+// reorder buffers are carved from one block of the workspace.
+void DnnlExecute(const dnnl::primitive& primitive, const dnnl::memory::desc& scratchpad,
+                 const std::vector<DnnlOperand>& operands, Workspace* ws);
 
 }  // namespace crema
 #endif  // CREMA_WITH_DNNL
