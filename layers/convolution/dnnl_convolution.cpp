@@ -27,22 +27,15 @@ std::string ImplName(const dnnl::primitive_desc_base& pd) { return pd.impl_info_
 
 }  // namespace
 
-struct DnnlConvolution::Impl {
+// The plain layouts (DnnlWeightedLayout) are the caller's.
+struct DnnlConvolution::Impl
+    : DnnlWeightedPrimitives<dnnl::convolution_forward, dnnl::convolution_backward_data,
+                             dnnl::convolution_backward_weights> {
   DnnlConvGeometry geometry;
-  bool prepared = false, supported = false;
   memory::dims strides, dilates, pad_l, pad_r;
-  memory::desc src, weights, bias, dst;  // the caller's plain layouts
-  dnnl::convolution_forward::primitive_desc fwd_pd;
-  dnnl::convolution_forward fwd;
-  // Created on the first backward pass (an inference net never needs them).
-  bool backward_ready = false;
-  dnnl::convolution_backward_data::primitive_desc bwd_data_pd;
-  dnnl::convolution_backward_data bwd_data;
-  dnnl::convolution_backward_weights::primitive_desc bwd_weights_pd;
-  dnnl::convolution_backward_weights bwd_weights;
 
   void Create(const DnnlConvGeometry& g);
-  void CreateBackward();
+  void CreateBackward() override;
 };
 
 void DnnlConvolution::Impl::Create(const DnnlConvGeometry& g) {
@@ -72,7 +65,6 @@ void DnnlConvolution::Impl::Create(const DnnlConvGeometry& g) {
       DnnlAny(weight_dims), bias, DnnlAny(dst.dims()), strides, dilates, pad_l, pad_r);
   fwd_pd = dnnl::convolution_forward::primitive_desc(desc, DnnlUserScratchpad(), DnnlEngine());
   fwd = dnnl::convolution_forward(fwd_pd);
-  backward_ready = false;
 }
 
 void DnnlConvolution::Impl::CreateBackward() {
@@ -88,7 +80,6 @@ void DnnlConvolution::Impl::CreateBackward() {
   bwd_weights_pd = dnnl::convolution_backward_weights::primitive_desc(
       weights_desc, DnnlUserScratchpad(), DnnlEngine(), fwd_pd);
   bwd_weights = dnnl::convolution_backward_weights(bwd_weights_pd);
-  backward_ready = true;
   VLOG(1) << "oneDNN convolution " << ShapeText(geometry.input) << ": bwd data "
           << ImplName(bwd_data_pd) << ", bwd weights " << ImplName(bwd_weights_pd);
 }
@@ -102,6 +93,7 @@ bool DnnlConvolution::Prepare(const DnnlConvGeometry& geometry) {
   impl.geometry = geometry;
   impl.prepared = true;
   impl.supported = false;
+  impl.backward_ready = false;
   try {
     impl.Create(geometry);
     impl.supported = true;
@@ -116,44 +108,16 @@ bool DnnlConvolution::Prepare(const DnnlConvGeometry& geometry) {
 
 void DnnlConvolution::Forward(const float* x, const float* w, const float* bias, float* y,
                               Workspace* ws) {
-  Impl& impl = *impl_;
-  CREMA_ASSERT(impl.supported, "DnnlConvolution::Forward before a successful Prepare");
-  std::vector<DnnlOperand> ops = {
-      {DNNL_ARG_SRC, impl.src, impl.fwd_pd.src_desc(), const_cast<float*>(x)},
-      {DNNL_ARG_WEIGHTS, impl.weights, impl.fwd_pd.weights_desc(), const_cast<float*>(w)},
-      {DNNL_ARG_DST, impl.dst, impl.fwd_pd.dst_desc(), y, true}};
-  if (impl.geometry.bias)
-    ops.push_back({DNNL_ARG_BIAS, impl.bias, impl.fwd_pd.bias_desc(), const_cast<float*>(bias)});
-  DnnlExecute(impl.fwd, impl.fwd_pd.scratchpad_desc(), ops, ws);
+  impl_->Forward(x, w, bias, y, ws);
 }
 
 void DnnlConvolution::BackwardData(const float* dy, const float* w, float* dx, Workspace* ws) {
-  Impl& impl = *impl_;
-  CREMA_ASSERT(impl.supported, "DnnlConvolution::BackwardData before a successful Prepare");
-  if (!impl.backward_ready) impl.CreateBackward();
-  const auto& pd = impl.bwd_data_pd;
-  DnnlExecute(impl.bwd_data, pd.scratchpad_desc(),
-              {{DNNL_ARG_DIFF_DST, impl.dst, pd.diff_dst_desc(), const_cast<float*>(dy)},
-               {DNNL_ARG_WEIGHTS, impl.weights, pd.weights_desc(), const_cast<float*>(w)},
-               {DNNL_ARG_DIFF_SRC, impl.src, pd.diff_src_desc(), dx, true}},
-              ws);
+  impl_->BackwardData(dy, w, dx, ws);
 }
 
 void DnnlConvolution::BackwardWeights(const float* x, const float* dy, float* dw, float* db,
                                       Workspace* ws) {
-  Impl& impl = *impl_;
-  CREMA_ASSERT(impl.supported, "DnnlConvolution::BackwardWeights before a successful Prepare");
-  if (dw == nullptr && db == nullptr) return;
-  if (!impl.backward_ready) impl.CreateBackward();
-  const auto& pd = impl.bwd_weights_pd;
-  // oneDNN computes both diffs at once; one not asked for lands in scratch and is dropped.
-  std::vector<DnnlOperand> ops = {
-      {DNNL_ARG_SRC, impl.src, pd.src_desc(), const_cast<float*>(x)},
-      {DNNL_ARG_DIFF_DST, impl.dst, pd.diff_dst_desc(), const_cast<float*>(dy)},
-      {DNNL_ARG_DIFF_WEIGHTS, impl.weights, pd.diff_weights_desc(), dw, true, dw != nullptr}};
-  if (impl.geometry.bias)
-    ops.push_back({DNNL_ARG_DIFF_BIAS, impl.bias, pd.diff_bias_desc(), db, true, db != nullptr});
-  DnnlExecute(impl.bwd_weights, pd.scratchpad_desc(), ops, ws);
+  impl_->BackwardWeights(x, dy, dw, db, ws);
 }
 
 std::string DnnlConvolution::Describe() const {

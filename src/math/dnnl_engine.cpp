@@ -214,6 +214,43 @@ void DnnlExecute(const dnnl::primitive& primitive, const memory::desc& scratchpa
   }
 }
 
+void DnnlWeightedForward(const dnnl::primitive& primitive, const dnnl::primitive_desc_base& pd,
+                         const DnnlWeightedLayout& layout, const float* x, const float* w,
+                         const float* bias, float* y, Workspace* ws) {
+  std::vector<DnnlOperand> ops = {
+      {DNNL_ARG_SRC, layout.src, pd.src_desc(0), const_cast<float*>(x)},
+      {DNNL_ARG_WEIGHTS, layout.weights, pd.weights_desc(0), const_cast<float*>(w)},
+      {DNNL_ARG_DST, layout.dst, pd.dst_desc(0), y, true}};
+  if (layout.has_bias())
+    ops.push_back({DNNL_ARG_BIAS, layout.bias, pd.weights_desc(1), const_cast<float*>(bias)});
+  DnnlExecute(primitive, pd.scratchpad_desc(), ops, ws);
+}
+
+void DnnlWeightedBackwardData(const dnnl::primitive& primitive, const dnnl::primitive_desc_base& pd,
+                              const DnnlWeightedLayout& layout, const float* dy, const float* w,
+                              float* dx, Workspace* ws) {
+  DnnlExecute(primitive, pd.scratchpad_desc(),
+              {{DNNL_ARG_DIFF_DST, layout.dst, pd.diff_dst_desc(0), const_cast<float*>(dy)},
+               {DNNL_ARG_WEIGHTS, layout.weights, pd.weights_desc(0), const_cast<float*>(w)},
+               {DNNL_ARG_DIFF_SRC, layout.src, pd.diff_src_desc(0), dx, true}},
+              ws);
+}
+
+void DnnlWeightedBackwardWeights(const dnnl::primitive& primitive,
+                                 const dnnl::primitive_desc_base& pd,
+                                 const DnnlWeightedLayout& layout, const float* x, const float* dy,
+                                 float* dw, float* db, Workspace* ws) {
+  // oneDNN computes both diffs at once; one not asked for lands in scratch and is dropped.
+  std::vector<DnnlOperand> ops = {
+      {DNNL_ARG_SRC, layout.src, pd.src_desc(0), const_cast<float*>(x)},
+      {DNNL_ARG_DIFF_DST, layout.dst, pd.diff_dst_desc(0), const_cast<float*>(dy)},
+      {DNNL_ARG_DIFF_WEIGHTS, layout.weights, pd.diff_weights_desc(0), dw, true, dw != nullptr}};
+  if (layout.has_bias())
+    ops.push_back(
+        {DNNL_ARG_DIFF_BIAS, layout.bias, pd.diff_weights_desc(1), db, true, db != nullptr});
+  DnnlExecute(primitive, pd.scratchpad_desc(), ops, ws);
+}
+
 #endif  // CREMA_WITH_DNNL
 
 }  // namespace crema

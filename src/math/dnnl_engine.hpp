@@ -1,5 +1,6 @@
 #pragma once
-// oneDNN (libdnnl) as an optional CPU engine, chosen per layer the way cuDNN is on the GPU.
+// oneDNN (libdnnl) as an optional CPU engine of Convolution, Pooling and InnerProduct, chosen per
+// layer the way cuDNN is on the GPU.
 //
 // The CPU engine policy (process-wide; --cpu_engine or CREMA_CPU_ENGINE):
 //   auto  (default) per layer, input shape and direction (forward, backward), the first passes
@@ -75,6 +76,8 @@ std::string ShapeText(const std::vector<int>& shape);
 #ifdef CREMA_WITH_DNNL
 #include <oneapi/dnnl/dnnl.hpp>
 
+#include "crema/error.hpp"
+
 namespace crema {
 
 class Workspace;
@@ -128,6 +131,62 @@ struct DnnlOperand {
 // reorder buffers are carved from one block of the workspace.
 void DnnlExecute(const dnnl::primitive& primitive, const dnnl::memory::desc& scratchpad,
                  const std::vector<DnnlOperand>& operands, Workspace* ws);
+
+// The three passes of a layer with weights and an optional bias (Convolution, InnerProduct) on
+// crema's plain tensors `layout`, through primitives whose descriptors may want other layouts.
+struct DnnlWeightedLayout {
+  dnnl::memory::desc src, weights, bias, dst;  // bias: zero when the layer has none
+  bool has_bias() const { return bias.get_size() > 0; }
+};
+// y = op(x, w) (+ bias).
+void DnnlWeightedForward(const dnnl::primitive& primitive, const dnnl::primitive_desc_base& pd,
+                         const DnnlWeightedLayout& layout, const float* x, const float* w,
+                         const float* bias, float* y, Workspace* ws);
+// dx = op^T(dy, w) (overwrites).
+void DnnlWeightedBackwardData(const dnnl::primitive& primitive, const dnnl::primitive_desc_base& pd,
+                              const DnnlWeightedLayout& layout, const float* dy, const float* w,
+                              float* dx, Workspace* ws);
+// dw += dW(x, dy); db += db(dy); null outputs are skipped.
+void DnnlWeightedBackwardWeights(const dnnl::primitive& primitive,
+                                 const dnnl::primitive_desc_base& pd,
+                                 const DnnlWeightedLayout& layout, const float* x, const float* dy,
+                                 float* dw, float* db, Workspace* ws);
+
+// The primitives of a layer with weights (Fwd, BwdData, BwdWeights: e.g. convolution_forward,
+// convolution_backward_data, convolution_backward_weights) over its plain layouts, and its three
+// passes. The layer's engine creates the forward ones and says how to create the backward ones,
+// which the first backward pass does (an inference net never needs them).
+template <typename Fwd, typename BwdData, typename BwdWeights>
+struct DnnlWeightedPrimitives : DnnlWeightedLayout {
+  virtual ~DnnlWeightedPrimitives() = default;
+  virtual void CreateBackward() = 0;  // sets the bwd_* members
+
+  void Forward(const float* x, const float* w, const float* bias, float* y, Workspace* ws) {
+    CREMA_ASSERT(supported, "oneDNN forward before a successful Prepare");
+    DnnlWeightedForward(fwd, fwd_pd, *this, x, w, bias, y, ws);
+  }
+  void BackwardData(const float* dy, const float* w, float* dx, Workspace* ws) {
+    CREMA_ASSERT(supported, "oneDNN backward before a successful Prepare");
+    if (!backward_ready) CreateBackward();
+    backward_ready = true;
+    DnnlWeightedBackwardData(bwd_data, bwd_data_pd, *this, dy, w, dx, ws);
+  }
+  void BackwardWeights(const float* x, const float* dy, float* dw, float* db, Workspace* ws) {
+    CREMA_ASSERT(supported, "oneDNN backward before a successful Prepare");
+    if (dw == nullptr && db == nullptr) return;
+    if (!backward_ready) CreateBackward();
+    backward_ready = true;
+    DnnlWeightedBackwardWeights(bwd_weights, bwd_weights_pd, *this, x, dy, dw, db, ws);
+  }
+
+  bool prepared = false, supported = false, backward_ready = false;
+  typename Fwd::primitive_desc fwd_pd;
+  Fwd fwd;
+  typename BwdData::primitive_desc bwd_data_pd;
+  BwdData bwd_data;
+  typename BwdWeights::primitive_desc bwd_weights_pd;
+  BwdWeights bwd_weights;
+};
 
 }  // namespace crema
 #endif  // CREMA_WITH_DNNL
