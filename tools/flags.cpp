@@ -70,10 +70,10 @@ DEFINE_bool(fold_bn, false,
             "copy of its weights (the weights saved or copied are unchanged; the copy costs the "
             "convolutions' weight memory again).");
 DEFINE_string(cpu_engine, "",
-              "CPU convolutions: auto (per layer and shape, oneDNN or crema's kernels, whichever "
-              "the first passes time faster), caffe (crema's kernels only, reproducible as "
-              "before) or dnnl (oneDNN wherever it takes the layer). Empty: CREMA_CPU_ENGINE, "
-              "else auto.");
+              "CPU Convolution, Pooling, InnerProduct: auto (per layer and shape, oneDNN or "
+              "crema's kernels, whichever the first passes time faster), caffe (crema's kernels "
+              "only, reproducible as before) or dnnl (oneDNN wherever it takes the layer). "
+              "Empty: CREMA_CPU_ENGINE, else auto.");
 DEFINE_string(backend, "lmdb", "The database backend: lmdb (leveldb where supported).");
 
 namespace crema::cli {
