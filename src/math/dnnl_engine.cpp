@@ -133,15 +133,29 @@ dnnl::primitive_attr DnnlUserScratchpad() {
   return attr;
 }
 
-int DnnlScratch::Add(size_t bytes) {
-  offsets_.push_back(total_);
-  total_ += (bytes + 63) / 64 * 64;
-  return static_cast<int>(offsets_.size()) - 1;
-}
-
 namespace {
 
 using dnnl::memory;
+
+// One block of scratch memory carved into 64-byte aligned pieces: Add() the sizes, then Bind()
+// the block's base address and read each piece with At().
+class DnnlScratch {
+ public:
+  // Reserves `bytes`; returns the piece's index.
+  int Add(size_t bytes) {
+    offsets_.push_back(total_);
+    total_ += (bytes + 63) / 64 * 64;
+    return static_cast<int>(offsets_.size()) - 1;
+  }
+  size_t bytes() const { return total_; }
+  void Bind(void* base) { base_ = static_cast<char*>(base); }
+  void* At(int piece) const { return base_ + offsets_[piece]; }
+
+ private:
+  std::vector<size_t> offsets_;
+  size_t total_ = 0;
+  char* base_ = nullptr;
+};
 
 memory::format_tag PlainTag(size_t rank) {
   switch (rank) {

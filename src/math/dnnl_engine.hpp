@@ -90,26 +90,6 @@ dnnl::stream& DnnlStream();
 // Primitive attributes with a user-provided scratchpad (carved from the net's workspace).
 dnnl::primitive_attr DnnlUserScratchpad();
 
-// One block of scratch memory carved into 64-byte aligned pieces: Add() the sizes, then Bind()
-// the block's base address and read each piece with At().
-class DnnlScratch {
- public:
-  // Reserves `bytes`; returns the piece's index.
-  int Add(size_t bytes);
-  size_t bytes() const { return total_; }
-  void Bind(void* base) { base_ = static_cast<char*>(base); }
-  void* At(int piece) const { return base_ + offsets_[piece]; }
-  void Clear() {
-    offsets_.clear();
-    total_ = 0;
-  }
-
- private:
-  std::vector<size_t> offsets_;
-  size_t total_ = 0;
-  char* base_ = nullptr;
-};
-
 // float32 descriptors: crema's plain row-major layout (nchw, oihw, goihw, ...), or the layout a
 // primitive picks (format_tag::any).
 dnnl::memory::desc DnnlPlain(const dnnl::memory::dims& dims);
