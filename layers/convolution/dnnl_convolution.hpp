@@ -4,8 +4,12 @@
 // strides, dilations (oneDNN's dilation is Caffe's minus 1), a kernel no larger than the padded
 // input. Primitives are created again only when the geometry changes. The primitives choose
 // their own (blocked) layouts; tensors are reordered from and to crema's plain layout around
-// each call, in scratch memory from the net's workspace. Weight and bias diffs accumulate (+=)
-// as in Caffe; the bottom diff is overwritten.
+// each call, in scratch memory from the net's workspace. Measured on an AVX-512 CPU (1 thread):
+// with plain NCHW layouts oneDNN falls back to im2col + GEMM and cifar10_quick trained at 1000
+// img/s, with its own layouts and the reorders at 2600 (crema's kernels: 1100). The weights are
+// reordered on every call, as they may change between calls (blobs are the user's to write);
+// in ResNet-50 inference that is 3% of the convolutions' time, the activations' reorders 16%.
+// Weight and bias diffs accumulate (+=) as in Caffe; the bottom diff is overwritten.
 //
 // oneDNN types stay in the .cpp (compiled with CREMA_WITH_DNNL); without oneDNN in the build
 // Prepare() declines every geometry and crema's kernels run.
