@@ -55,6 +55,7 @@ target_link_libraries(crema_infer PUBLIC protobuf::libprotobuf glog::glog gflags
 # Every symbol resolved at link time: a left-out module still referenced fails here, not in a
 # user's program.
 target_link_options(crema_infer PRIVATE -Wl,--no-undefined)
+crema_link_dnnl(crema_infer)
 if(OpenMP_CXX_FOUND)
   target_link_libraries(crema_infer PRIVATE OpenMP::OpenMP_CXX)
 endif()

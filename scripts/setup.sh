@@ -7,7 +7,7 @@ pkgs=(
   build-essential cmake ninja-build ccache pkg-config git
   protobuf-compiler libprotobuf-dev
   libgoogle-glog-dev libgflags-dev
-  libopenblas-dev libopenblas-openmp-dev
+  libopenblas-dev libopenblas-openmp-dev libdnnl-dev
   liblmdb-dev lmdb-utils libleveldb-dev
   libopencv-core-dev libopencv-imgproc-dev libopencv-imgcodecs-dev
   libhdf5-dev

@@ -40,7 +40,8 @@ namespace {
 
 // Flags every verb accepts, handled here before the verb runs.
 const std::set<std::string>& GlobalFlags() {
-  static const std::set<std::string> flags = {"plugin", "forbid_path_escape", "fuse_relu"};
+  static const std::set<std::string> flags = {"plugin", "forbid_path_escape", "cpu_engine",
+                                              "fuse_relu"};
   return flags;
 }
 
@@ -277,6 +278,7 @@ int main(int argc, char** argv) {
     CheckUnusedFlags(*verb);
     if (FLAGS_forbid_path_escape) crema::SetForbidPathEscape(true);
     crema::SetFuseReLUDefault(FLAGS_fuse_relu);
+    ApplyCpuEngineFlag();
     LoadPlugins();
     return verb->run(positional);
   } catch (const crema::ConfigError& e) {

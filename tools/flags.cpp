@@ -1,5 +1,6 @@
 #include "flags.hpp"
 
+#include <glog/logging.h>
 #include <unistd.h>
 
 #include <algorithm>
@@ -7,6 +8,7 @@
 
 #include "core/cuda_context.hpp"
 #include "crema/error.hpp"
+#include "math/dnnl_engine.hpp"
 
 DEFINE_string(solver, "", "The solver definition protocol buffer text file.");
 DEFINE_string(model, "", "The model definition protocol buffer text file.");
@@ -67,6 +69,11 @@ DEFINE_bool(fold_bn, false,
             "and the Scale after it into the preceding Convolution, which then runs a folded "
             "copy of its weights (the weights saved or copied are unchanged; the copy costs the "
             "convolutions' weight memory again).");
+DEFINE_string(cpu_engine, "",
+              "CPU Convolution, Pooling, InnerProduct: auto (per layer and shape, oneDNN or "
+              "crema's kernels, whichever the first passes time faster), caffe (crema's kernels "
+              "only, reproducible as before) or dnnl (oneDNN wherever it takes the layer). "
+              "Empty: CREMA_CPU_ENGINE, else auto.");
 DEFINE_string(backend, "lmdb", "The database backend: lmdb (leveldb where supported).");
 
 namespace crema::cli {
@@ -148,6 +155,12 @@ void ApplyGpuMathFlags() {
     CREMA_THROW_CONFIG("--cudnn_workspace_mb must be >= 0, got ", FLAGS_cudnn_workspace_mb);
   gpu::SetWorkspaceLimit(static_cast<size_t>(FLAGS_cudnn_workspace_mb) << 20);
   gpu::SetDeterministic(FLAGS_deterministic);
+}
+
+void ApplyCpuEngineFlag() {
+  if (!FLAGS_cpu_engine.empty()) SetCpuEngine(ParseCpuEngine(FLAGS_cpu_engine, "--cpu_engine"));
+  if (GetCpuEngine() == CpuEngine::kDnnl && !DnnlBuilt())
+    LOG(WARNING) << "--cpu_engine=dnnl: this crema was built without oneDNN; crema's kernels run";
 }
 
 Phase PhaseFromFlag(Phase fallback) {

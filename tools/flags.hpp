@@ -30,6 +30,7 @@ DECLARE_string(set);
 DECLARE_string(progress);
 DECLARE_bool(memory_plan);
 DECLARE_bool(fold_bn);
+DECLARE_string(cpu_engine);
 
 namespace crema::cli {
 
@@ -42,6 +43,9 @@ std::vector<int> GpuIdsFromFlag();
 Device DeviceFromFlags(int local_rank = -1);
 // --math, --cudnn_workspace_mb, --deterministic -> the process-wide GPU settings.
 void ApplyGpuMathFlags();
+// --cpu_engine (else CREMA_CPU_ENGINE) -> the process-wide CPU engine policy; ConfigError for a
+// value other than auto, caffe, dnnl.
+void ApplyCpuEngineFlag();
 // --phase TRAIN|TEST (case-insensitive); ConfigError otherwise. `fallback` when empty.
 Phase PhaseFromFlag(Phase fallback);
 // --stage a,b,c

@@ -2,6 +2,8 @@
 
 #include "crema/layer_registry.hpp"
 #include "layers/convolution/depthwise_conv.hpp"
+#include "layers/convolution/dnnl_convolution.hpp"
+#include "math/activation.hpp"
 #include "math/math.hpp"
 
 namespace crema {
@@ -90,13 +92,65 @@ void ConvolutionLayer::BackwardT(const BlobVec& top, const std::vector<bool>& pr
   }
 }
 
+// ---- oneDNN CPU engine ----
+CpuEngine ConvolutionLayer::DnnlPolicy(const Blob& bottom, const Blob& top) {
+  const bool force_caffe = layer_param_.convolution_param().engine() == ConvolutionParameter::CAFFE;
+  const CpuEngine policy = LayerCpuEngine(force_caffe);
+  if (policy == CpuEngine::kCaffe || dtype() != DataType::kFloat32 || channel_axis_ != 1 ||
+      num_spatial_axes_ < 2 || num_spatial_axes_ > 3)
+    return CpuEngine::kCaffe;
+  // Caffe also takes a kernel larger than the padded input (the output size truncates toward
+  // zero); oneDNN does not.
+  for (int i = 0; i < num_spatial_axes_; ++i)
+    if (input_shape(i) + 2 * pad_[i] < dilation_[i] * (kernel_shape_[i] - 1) + 1)
+      return CpuEngine::kCaffe;
+  if (!dnnl_) dnnl_ = std::make_shared<DnnlConvolution>();
+  const DnnlConvGeometry geometry{bottom.shape(), top.shape(), blobs_[0]->shape(), pad_, stride_,
+                                  dilation_,      group_,      bias_term_};
+  return dnnl_->Prepare(geometry) ? policy : CpuEngine::kCaffe;
+}
+
+void ConvolutionLayer::ForwardDnnl(const BlobVec& bottom, const BlobVec& top) {
+  const float* weight = blobs_[0]->cpu_data<float>();
+  const float* bias = bias_term_ ? blobs_[1]->cpu_data<float>() : nullptr;
+  for (size_t i = 0; i < bottom.size(); ++i) {
+    float* y = top[i]->mutable_cpu_data<float>();
+    dnnl_->Forward(bottom[i]->cpu_data<float>(), weight, bias, y, &workspace());
+    // A fused ReLU as its own pass: the ReLU layer's expression, so the bits match unfused.
+    if (fused_relu()) ReLUInPlace(top[i]->count(), fused_relu_slope(), y);
+  }
+}
+
+void ConvolutionLayer::BackwardDnnl(const BlobVec& top, const std::vector<bool>& propagate_down,
+                                    const BlobVec& bottom) {
+  const bool weight_down = param_propagate_down(0);
+  const bool bias_down = bias_term_ && param_propagate_down(1);
+  for (size_t i = 0; i < top.size(); ++i) {
+    if (weight_down || bias_down)
+      dnnl_->BackwardWeights(bottom[i]->cpu_data<float>(), top[i]->cpu_diff<float>(),
+                             weight_down ? blobs_[0]->mutable_cpu_diff<float>() : nullptr,
+                             bias_down ? blobs_[1]->mutable_cpu_diff<float>() : nullptr,
+                             &workspace());
+    if (propagate_down[i])
+      dnnl_->BackwardData(top[i]->cpu_diff<float>(), blobs_[0]->cpu_data<float>(),
+                          bottom[i]->mutable_cpu_diff<float>(), &workspace());
+  }
+}
+// ---- end oneDNN CPU engine ----
+
 void ConvolutionLayer::ForwardCpu(const BlobVec& bottom, const BlobVec& top) {
-  CREMA_DISPATCH_FLOAT(dtype(), T, ForwardT<T>(bottom, top));
+  const auto crema = [&] { CREMA_DISPATCH_FLOAT(dtype(), T, ForwardT<T>(bottom, top)); };
+  cpu_engine_choice_.Run(DnnlPolicy(*bottom[0], *top[0]), name(), "forward", bottom[0]->shape(),
+                         crema, [&] { ForwardDnnl(bottom, top); });
 }
 
 void ConvolutionLayer::BackwardCpu(const BlobVec& top, const std::vector<bool>& propagate_down,
                                    const BlobVec& bottom) {
-  CREMA_DISPATCH_FLOAT(dtype(), T, BackwardT<T>(top, propagate_down, bottom));
+  const auto crema = [&] {
+    CREMA_DISPATCH_FLOAT(dtype(), T, BackwardT<T>(top, propagate_down, bottom));
+  };
+  cpu_engine_choice_.Run(DnnlPolicy(*bottom[0], *top[0]), name(), "backward", bottom[0]->shape(),
+                         crema, [&] { BackwardDnnl(top, propagate_down, bottom); });
 }
 
 CREMA_REGISTER_LAYER(Convolution, ConvolutionLayer);

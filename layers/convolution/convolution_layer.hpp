@@ -5,20 +5,26 @@
 // axis. Channels split into `group` independent groups. Weights (num_output, C / group, kernel...),
 // bias (num_output). Params: convolution_param { num_output, bias_term, kernel_size | kernel_h/_w,
 // pad | pad_h/_w, stride | stride_h/_w, dilation, group, axis, force_nd_im2col, weight_filler,
-// bias_filler }. Not in-place.
+// bias_filler, engine }. Not in-place.
+// CPU engines (src/math/dnnl_engine.hpp): float32 passes may run oneDNN (dnnl_convolution.hpp)
+// instead of crema's kernels, per --cpu_engine; `engine: CAFFE` keeps crema's kernels.
 #include <memory>
 
 #include "layers/convolution/base_conv_layer.hpp"
+#include "math/dnnl_engine.hpp"
 
 namespace crema {
 
 class CudnnConvolution;
+class DnnlConvolution;
 
 class ConvolutionLayer : public BaseConvolutionLayer {
  public:
   using BaseConvolutionLayer::BaseConvolutionLayer;
   const char* type() const override { return "Convolution"; }
   bool SupportsFusedReLU() const override { return true; }
+  // The CPU engine of the last CPU pass: "crema", "oneDNN", or "" before the first.
+  const char* cpu_engine() const { return cpu_engine_choice_.last(); }
 
  protected:
   bool reverse_dimensions() const override { return false; }
@@ -38,6 +44,17 @@ class ConvolutionLayer : public BaseConvolutionLayer {
   // Fills *shape and returns true when this layer runs the direct depthwise loops.
   bool DepthwiseShapeOf(struct DepthwiseShape* shape) const;
   // ---- end depthwise fast path ----
+
+  // ---- oneDNN CPU engine (dnnl_convolution.hpp) ----
+  // The CPU engine policy for this layer (kCaffe for other types than float32, geometries
+  // oneDNN does not take, and `engine: CAFFE`); prepares the oneDNN primitives for bottom i.
+  CpuEngine DnnlPolicy(const Blob& bottom, const Blob& top);
+  void ForwardDnnl(const BlobVec& bottom, const BlobVec& top);
+  void BackwardDnnl(const BlobVec& top, const std::vector<bool>& propagate_down,
+                    const BlobVec& bottom);
+  std::shared_ptr<DnnlConvolution> dnnl_;
+  CpuEngineChoice cpu_engine_choice_;
+  // ---- end oneDNN CPU engine ----
 
 #ifdef CREMA_WITH_CUDA
   // The cuDNN engine (cudnn_convolution.hpp), created on the first GPU pass.

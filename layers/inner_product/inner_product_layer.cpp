@@ -5,6 +5,7 @@
 
 #include "core/filler.hpp"
 #include "crema/layer_registry.hpp"
+#include "layers/inner_product/dnnl_inner_product.hpp"
 #include "math/activation.hpp"
 #include "math/math.hpp"
 
@@ -150,13 +151,47 @@ void InnerProductLayer::BackwardT(const BlobVec& top, const std::vector<bool>& p
   }
 }
 
+// ---- oneDNN CPU engine ----
+CpuEngine InnerProductLayer::DnnlPolicy() {
+  const CpuEngine policy = LayerCpuEngine(false);
+  if (policy == CpuEngine::kCaffe || dtype() != DataType::kFloat32) return CpuEngine::kCaffe;
+  if (!dnnl_) dnnl_ = std::make_shared<DnnlInnerProduct>();
+  return dnnl_->Prepare({M_, K_, N_, transpose_, bias_term_}) ? policy : CpuEngine::kCaffe;
+}
+
+void InnerProductLayer::BackwardDnnl(const BlobVec& top, const std::vector<bool>& propagate_down,
+                                     const BlobVec& bottom) {
+  const bool weight_down = param_propagate_down(0);
+  const bool bias_down = bias_term_ && param_propagate_down(1);
+  if (weight_down || bias_down)
+    dnnl_->BackwardWeights(bottom[0]->cpu_data<float>(), top[0]->cpu_diff<float>(),
+                           weight_down ? blobs_[0]->mutable_cpu_diff<float>() : nullptr,
+                           bias_down ? blobs_[1]->mutable_cpu_diff<float>() : nullptr,
+                           &workspace());
+  if (propagate_down[0])
+    dnnl_->BackwardData(top[0]->cpu_diff<float>(), blobs_[0]->cpu_data<float>(),
+                        bottom[0]->mutable_cpu_diff<float>(), &workspace());
+}
+// ---- end oneDNN CPU engine ----
+
 void InnerProductLayer::ForwardCpu(const BlobVec& bottom, const BlobVec& top) {
-  CREMA_DISPATCH_FLOAT(dtype(), T, ForwardT<T>(bottom, top));
+  const auto crema = [&] { CREMA_DISPATCH_FLOAT(dtype(), T, ForwardT<T>(bottom, top)); };
+  const auto dnnl = [&] {
+    float* y = top[0]->mutable_cpu_data<float>();
+    dnnl_->Forward(bottom[0]->cpu_data<float>(), blobs_[0]->cpu_data<float>(),
+                   bias_term_ ? blobs_[1]->cpu_data<float>() : nullptr, y, &workspace());
+    if (fused_relu()) ReLUInPlace(top[0]->count(), fused_relu_slope(), y);
+  };
+  cpu_engine_choice_.Run(DnnlPolicy(), name(), "forward", bottom[0]->shape(), crema, dnnl);
 }
 
 void InnerProductLayer::BackwardCpu(const BlobVec& top, const std::vector<bool>& propagate_down,
                                     const BlobVec& bottom) {
-  CREMA_DISPATCH_FLOAT(dtype(), T, BackwardT<T>(top, propagate_down, bottom));
+  const auto crema = [&] {
+    CREMA_DISPATCH_FLOAT(dtype(), T, BackwardT<T>(top, propagate_down, bottom));
+  };
+  cpu_engine_choice_.Run(DnnlPolicy(), name(), "backward", bottom[0]->shape(), crema,
+                         [&] { BackwardDnnl(top, propagate_down, bottom); });
 }
 
 CREMA_REGISTER_LAYER(InnerProduct, InnerProductLayer);

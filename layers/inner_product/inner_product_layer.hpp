@@ -5,9 +5,16 @@
 // (num_output). K is fixed at set-up: a later bottom with another K is an error.
 // Params: inner_product_param { num_output, bias_term, axis, transpose, weight_filler,
 // bias_filler }. Param diffs accumulate (+=). Not in-place.
+// CPU engines (src/math/dnnl_engine.hpp): float32 passes may run oneDNN (dnnl_inner_product.hpp)
+// instead of crema's GEMMs, per --cpu_engine.
+#include <memory>
+
 #include "crema/layer.hpp"
+#include "math/dnnl_engine.hpp"
 
 namespace crema {
+
+class DnnlInnerProduct;
 
 class InnerProductLayer final : public Layer {
  public:
@@ -18,6 +25,8 @@ class InnerProductLayer final : public Layer {
   void Reshape(const BlobVec& bottom, const BlobVec& top) override;
   int ExactNumBottomBlobs() const override { return 1; }
   int ExactNumTopBlobs() const override { return 1; }
+  // The CPU engine of the last CPU pass: "crema", "oneDNN", or "" before the first.
+  const char* cpu_engine() const { return cpu_engine_choice_.last(); }
 
  protected:
   void ForwardCpu(const BlobVec& bottom, const BlobVec& top) override;
@@ -32,6 +41,15 @@ class InnerProductLayer final : public Layer {
                  const BlobVec& bottom);
   // The bottom's axis from inner_product_param.axis, with a ConfigError naming the field.
   int Axis(const Blob& bottom) const;
+
+  // ---- oneDNN CPU engine (dnnl_inner_product.hpp) ----
+  // The CPU engine policy for this pass (kCaffe where oneDNN does not apply); prepares oneDNN.
+  CpuEngine DnnlPolicy();
+  void BackwardDnnl(const BlobVec& top, const std::vector<bool>& propagate_down,
+                    const BlobVec& bottom);
+  std::shared_ptr<DnnlInnerProduct> dnnl_;
+  CpuEngineChoice cpu_engine_choice_;
+  // ---- end oneDNN CPU engine ----
 
   int M_ = 0;  // rows: the batch-like axes
   int K_ = 0;  // inner dimension

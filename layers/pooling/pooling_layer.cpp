@@ -6,6 +6,7 @@
 #include <vector>
 
 #include "crema/layer_registry.hpp"
+#include "layers/pooling/dnnl_pooling.hpp"
 #include "math/math.hpp"
 
 namespace crema {
@@ -434,13 +435,55 @@ void PoolingLayer::BackwardT(const BlobVec& top, const std::vector<bool>& propag
   }
 }
 
+// ---- oneDNN CPU engine ----
+CpuEngine PoolingLayer::DnnlPolicy(const BlobVec& bottom, const BlobVec& top) {
+  const bool force_caffe = layer_param_.pooling_param().engine() == PoolingParameter::CAFFE;
+  const CpuEngine policy = LayerCpuEngine(force_caffe);
+  if (policy == CpuEngine::kCaffe || dtype() != DataType::kFloat32 || top.size() > 1 ||
+      (pool_ != PoolingParameter::MAX && pool_ != PoolingParameter::AVE))
+    return CpuEngine::kCaffe;
+  if (!dnnl_) dnnl_ = std::make_shared<DnnlPooling>();
+  const DnnlPoolGeometry geometry{bottom[0]->shape(),
+                                  top[0]->shape(),
+                                  kernel_h_,
+                                  kernel_w_,
+                                  stride_h_,
+                                  stride_w_,
+                                  pad_h_,
+                                  pad_w_,
+                                  pool_ == PoolingParameter::MAX,
+                                  !forward_only()};
+  return dnnl_->Prepare(geometry) ? policy : CpuEngine::kCaffe;
+}
+// ---- end oneDNN CPU engine ----
+
 void PoolingLayer::ForwardCpu(const BlobVec& bottom, const BlobVec& top) {
-  CREMA_DISPATCH_FLOAT(dtype(), T, ForwardT<T>(bottom, top));
+  const auto crema = [&] {
+    forward_ran_dnnl_ = false;
+    CREMA_DISPATCH_FLOAT(dtype(), T, ForwardT<T>(bottom, top));
+  };
+  const auto dnnl = [&] {
+    forward_ran_dnnl_ = true;
+    dnnl_->Forward(bottom[0]->cpu_data<float>(), top[0]->mutable_cpu_data<float>(), &workspace());
+  };
+  cpu_engine_choice_.Run(DnnlPolicy(bottom, top), name(), "forward", bottom[0]->shape(), crema,
+                         dnnl);
 }
 
 void PoolingLayer::BackwardCpu(const BlobVec& top, const std::vector<bool>& propagate_down,
                                const BlobVec& bottom) {
-  CREMA_DISPATCH_FLOAT(dtype(), T, BackwardT<T>(top, propagate_down, bottom));
+  const auto crema = [&] {
+    CREMA_DISPATCH_FLOAT(dtype(), T, BackwardT<T>(top, propagate_down, bottom));
+  };
+  if (!propagate_down[0]) return;
+  const auto dnnl = [&] {
+    dnnl_->Backward(top[0]->cpu_diff<float>(), bottom[0]->mutable_cpu_diff<float>(), &workspace());
+  };
+  // MAX: the engine of the Forward that recorded the argmax.
+  const CpuEngine policy = pool_ == PoolingParameter::MAX
+                               ? (forward_ran_dnnl_ ? CpuEngine::kDnnl : CpuEngine::kCaffe)
+                               : DnnlPolicy(bottom, top);
+  cpu_engine_choice_.Run(policy, name(), "backward", bottom[0]->shape(), crema, dnnl);
 }
 
 CREMA_REGISTER_LAYER(Pooling, PoolingLayer);

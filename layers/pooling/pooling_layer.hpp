@@ -10,10 +10,18 @@
 //        (values must be >= 0); TEST gives sum(x^2) / sum(x). Caffe has this on GPU only; the
 //        CPU code here follows its kernels. TEST backward is the gradient of the TEST formula.
 // Params: pooling_param { pool, kernel_size | kernel_h/_w, pad | pad_h/_w, stride | stride_h/_w,
-// global_pooling, round_mode }; pad must be < kernel. Not in-place.
+// global_pooling, round_mode, engine }; pad must be < kernel. Not in-place.
+// CPU engines (src/math/dnnl_engine.hpp): float32 MAX and AVE passes may run oneDNN
+// (dnnl_pooling.hpp, where its function equals Caffe's; not with a mask top) instead of crema's
+// kernels, per --cpu_engine; `engine: CAFFE` keeps crema's kernels.
+#include <memory>
+
 #include "crema/layer.hpp"
+#include "math/dnnl_engine.hpp"
 
 namespace crema {
+
+class DnnlPooling;
 
 class PoolingLayer final : public Layer {
  public:
@@ -31,6 +39,8 @@ class PoolingLayer final : public Layer {
 
   int pooled_height() const { return pooled_height_; }
   int pooled_width() const { return pooled_width_; }
+  // The CPU engine of the last CPU pass: "crema", "oneDNN", or "" before the first.
+  const char* cpu_engine() const { return cpu_engine_choice_.last(); }
 
  protected:
   void ForwardCpu(const BlobVec& bottom, const BlobVec& top) override;
@@ -43,6 +53,15 @@ class PoolingLayer final : public Layer {
   template <typename T>
   void BackwardT(const BlobVec& top, const std::vector<bool>& propagate_down,
                  const BlobVec& bottom);
+
+  // ---- oneDNN CPU engine (dnnl_pooling.hpp) ----
+  // The CPU engine policy for this pass (kCaffe where oneDNN does not apply); prepares oneDNN.
+  CpuEngine DnnlPolicy(const BlobVec& bottom, const BlobVec& top);
+  std::shared_ptr<DnnlPooling> dnnl_;
+  CpuEngineChoice cpu_engine_choice_;
+  // MAX: Backward must use the engine whose Forward left the argmax.
+  bool forward_ran_dnnl_ = false;
+  // ---- end oneDNN CPU engine ----
 
   PoolingParameter::PoolMethod pool_ = PoolingParameter::MAX;
   bool global_pooling_ = false;

@@ -9,6 +9,7 @@
 #include <random>
 
 #include "crema/net.hpp"
+#include "math/dnnl_engine.hpp"
 #include "net/proto_io.hpp"
 
 namespace crema {
@@ -184,7 +185,7 @@ const char* kProducers = R"(
   layer { name: "loss" type: "SoftmaxWithLoss" bottom: "ip2" bottom: "label" top: "loss" }
 )";
 
-TEST(FuseReLU, EveryProducerGivesIdenticalForwardAndBackward) {
+void ExpectEveryProducerIdentical() {
   const NetParameter param = Parse(kProducers);
   auto plain = Build(param, TRAIN, false);
   auto fused = Build(param, TRAIN, true);
@@ -206,6 +207,17 @@ TEST(FuseReLU, EveryProducerGivesIdenticalForwardAndBackward) {
     }
     ExpectSameBlobs(*plain, *fused, true, "pass " + std::to_string(pass));
   }
+}
+
+TEST(FuseReLU, EveryProducerGivesIdenticalForwardAndBackward) { ExpectEveryProducerIdentical(); }
+
+// The oneDNN convolutions and inner products apply a fused ReLU too (crema's expression, after
+// oneDNN's result). Without oneDNN in the build this runs crema's kernels again.
+TEST(FuseReLU, EveryProducerGivesIdenticalResultsOnOneDnn) {
+  const CpuEngine before = GetCpuEngine();
+  SetCpuEngine(CpuEngine::kDnnl);
+  ExpectEveryProducerIdentical();
+  SetCpuEngine(before);
 }
 
 // A ReLU fused into a convolution whose BatchNorm and Scale are folded (in place, ResNet's way).

@@ -1,10 +1,15 @@
-// The shared main of every test executable: quiet logging, a fixed seed.
+// The shared main of every test executable: quiet logging, a fixed seed, crema's CPU kernels.
 #include <glog/logging.h>
 #include <gtest/gtest.h>
+
+#include <cstdlib>
 
 #include "core/rng.hpp"
 
 int main(int argc, char** argv) {
+  // crema's own CPU kernels (bit-reproducible) unless the run asks for oneDNN; crema processes
+  // that tests start inherit this. Tests of the oneDNN engine set the policy themselves.
+  setenv("CREMA_CPU_ENGINE", "caffe", /*overwrite=*/0);
   ::testing::InitGoogleTest(&argc, argv);
   FLAGS_logtostderr = true;
   FLAGS_minloglevel = 1;  // warnings and errors only

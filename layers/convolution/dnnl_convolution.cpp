@@ -1,0 +1,152 @@
+#include "layers/convolution/dnnl_convolution.hpp"
+
+#include <glog/logging.h>
+
+#include <unordered_map>
+
+#include "core/workspace.hpp"
+#include "crema/error.hpp"
+#include "math/dnnl_engine.hpp"
+
+namespace crema {
+
+bool DnnlConvGeometry::operator==(const DnnlConvGeometry& o) const {
+  return input == o.input && output == o.output && filter == o.filter && pad == o.pad &&
+         stride == o.stride && dilation == o.dilation && group == o.group && bias == o.bias;
+}
+
+#ifdef CREMA_WITH_DNNL
+
+namespace {
+
+using dnnl::memory;
+
+memory::dims Dims(const std::vector<int>& v) { return memory::dims(v.begin(), v.end()); }
+
+std::string ImplName(const dnnl::primitive_desc_base& pd) { return pd.impl_info_str(); }
+
+}  // namespace
+
+// The plain layouts (DnnlWeightedLayout) are the caller's.
+struct DnnlConvolution::Impl
+    : DnnlWeightedPrimitives<dnnl::convolution_forward, dnnl::convolution_backward_data,
+                             dnnl::convolution_backward_weights> {
+  DnnlConvGeometry geometry;
+  memory::dims strides, dilates, pad_l, pad_r;
+
+  void Create(const DnnlConvGeometry& g);
+  void CreateBackward() override;
+};
+
+void DnnlConvolution::Impl::Create(const DnnlConvGeometry& g) {
+  const size_t spatial = g.input.size() - 2;
+  strides.clear();
+  dilates.clear();
+  pad_l.clear();
+  for (size_t i = 0; i < spatial; ++i) {
+    strides.push_back(g.stride[i]);
+    dilates.push_back(g.dilation[i] - 1);
+    pad_l.push_back(g.pad[i]);
+  }
+  // Caffe's output size floors; oneDNN checks (in + pad_l + pad_r - extent) / stride + 1 == out
+  // with the same integer division, so the right pad is Caffe's pad too.
+  pad_r = pad_l;
+  src = DnnlPlain(Dims(g.input));
+  dst = DnnlPlain(Dims(g.output));
+  memory::dims weight_dims = Dims(g.filter);
+  if (g.group > 1) {
+    weight_dims[0] /= g.group;
+    weight_dims.insert(weight_dims.begin(), g.group);
+  }
+  weights = DnnlPlain(weight_dims);
+  bias = g.bias ? DnnlPlain({g.output[1]}) : memory::desc();
+  const dnnl::convolution_forward::desc desc(
+      dnnl::prop_kind::forward_training, dnnl::algorithm::convolution_direct, DnnlAny(src.dims()),
+      DnnlAny(weight_dims), bias, DnnlAny(dst.dims()), strides, dilates, pad_l, pad_r);
+  fwd_pd = dnnl::convolution_forward::primitive_desc(desc, DnnlUserScratchpad(), DnnlEngine());
+  fwd = dnnl::convolution_forward(fwd_pd);
+}
+
+void DnnlConvolution::Impl::CreateBackward() {
+  const dnnl::convolution_backward_data::desc data_desc(
+      dnnl::algorithm::convolution_direct, DnnlAny(src.dims()), DnnlAny(weights.dims()),
+      DnnlAny(dst.dims()), strides, dilates, pad_l, pad_r);
+  bwd_data_pd = dnnl::convolution_backward_data::primitive_desc(data_desc, DnnlUserScratchpad(),
+                                                                DnnlEngine(), fwd_pd);
+  bwd_data = dnnl::convolution_backward_data(bwd_data_pd);
+  const dnnl::convolution_backward_weights::desc weights_desc(
+      dnnl::algorithm::convolution_direct, DnnlAny(src.dims()), DnnlAny(weights.dims()), bias,
+      DnnlAny(dst.dims()), strides, dilates, pad_l, pad_r);
+  bwd_weights_pd = dnnl::convolution_backward_weights::primitive_desc(
+      weights_desc, DnnlUserScratchpad(), DnnlEngine(), fwd_pd);
+  bwd_weights = dnnl::convolution_backward_weights(bwd_weights_pd);
+  VLOG(1) << "oneDNN convolution " << ShapeText(geometry.input) << ": bwd data "
+          << ImplName(bwd_data_pd) << ", bwd weights " << ImplName(bwd_weights_pd);
+}
+
+DnnlConvolution::DnnlConvolution() : impl_(std::make_unique<Impl>()) {}
+DnnlConvolution::~DnnlConvolution() = default;
+
+bool DnnlConvolution::Prepare(const DnnlConvGeometry& geometry) {
+  Impl& impl = *impl_;
+  if (impl.prepared && impl.geometry == geometry) return impl.supported;
+  impl.geometry = geometry;
+  impl.prepared = true;
+  impl.supported = false;
+  impl.backward_ready = false;
+  try {
+    impl.Create(geometry);
+    impl.supported = true;
+    VLOG(1) << "oneDNN convolution " << ShapeText(geometry.input) << ": fwd "
+            << ImplName(impl.fwd_pd);
+  } catch (const dnnl::error& e) {
+    LOG(INFO) << "oneDNN does not take the convolution of input " << ShapeText(geometry.input)
+              << " (" << e.what() << "); crema's kernels run it";
+  }
+  return impl.supported;
+}
+
+void DnnlConvolution::Forward(const float* x, const float* w, const float* bias, float* y,
+                              Workspace* ws) {
+  impl_->Forward(x, w, bias, y, ws);
+}
+
+void DnnlConvolution::BackwardData(const float* dy, const float* w, float* dx, Workspace* ws) {
+  impl_->BackwardData(dy, w, dx, ws);
+}
+
+void DnnlConvolution::BackwardWeights(const float* x, const float* dy, float* dw, float* db,
+                                      Workspace* ws) {
+  impl_->BackwardWeights(x, dy, dw, db, ws);
+}
+
+std::string DnnlConvolution::Describe() const {
+  const Impl& impl = *impl_;
+  if (!impl.supported) return "none";
+  std::string text = "fwd " + ImplName(impl.fwd_pd);
+  if (impl.backward_ready)
+    text += ", bwd data " + ImplName(impl.bwd_data_pd) + ", bwd weights " +
+            ImplName(impl.bwd_weights_pd);
+  return text;
+}
+
+#else  // without oneDNN in the build: every geometry stays on crema's kernels
+
+struct DnnlConvolution::Impl {};
+DnnlConvolution::DnnlConvolution() : impl_(std::make_unique<Impl>()) {}
+DnnlConvolution::~DnnlConvolution() = default;
+bool DnnlConvolution::Prepare(const DnnlConvGeometry&) { return false; }
+void DnnlConvolution::Forward(const float*, const float*, const float*, float*, Workspace*) {
+  CREMA_ASSERT(false, "oneDNN is not in this build");
+}
+void DnnlConvolution::BackwardData(const float*, const float*, float*, Workspace*) {
+  CREMA_ASSERT(false, "oneDNN is not in this build");
+}
+void DnnlConvolution::BackwardWeights(const float*, const float*, float*, float*, Workspace*) {
+  CREMA_ASSERT(false, "oneDNN is not in this build");
+}
+std::string DnnlConvolution::Describe() const { return "none"; }
+
+#endif  // CREMA_WITH_DNNL
+
+}  // namespace crema

@@ -1,0 +1,300 @@
+// The oneDNN engine of Convolution (dnnl_convolution.hpp) against crema's own kernels (policy
+// caffe) on many geometries, a float numeric gradient under policy dnnl, the auto race, and the
+// cases that must stay on crema's kernels. Skipped when crema is built without oneDNN.
+#include "layers/convolution/dnnl_convolution.hpp"
+
+#include <gtest/gtest.h>
+
+#include <algorithm>
+#include <cmath>
+#include <cstring>
+#include <string>
+#include <vector>
+
+#include "core/cuda_context.hpp"
+#include "core/rng.hpp"
+#include "layers/convolution/convolution_layer.hpp"
+#include "math/dnnl_engine.hpp"
+#include "support/gradient_checker.hpp"
+
+namespace crema {
+namespace {
+
+using testing::FillGaussian;
+using testing::ParseLayerParam;
+
+// Sets the process-wide CPU engine policy for one scope.
+class ScopedCpuEngine {
+ public:
+  explicit ScopedCpuEngine(CpuEngine engine) : saved_(GetCpuEngine()) { SetCpuEngine(engine); }
+  ~ScopedCpuEngine() { SetCpuEngine(saved_); }
+
+ private:
+  CpuEngine saved_;
+};
+
+struct ConvCase {
+  const char* name;
+  std::string param;  // the body of convolution_param, fillers added
+  std::vector<int> shape;
+};
+
+std::ostream& operator<<(std::ostream& out, const ConvCase& c) { return out << c.name; }
+
+LayerParameter ConvParam(const std::string& body) {
+  return ParseLayerParam(
+      "name: 'conv' type: 'Convolution' convolution_param { " + body +
+      " weight_filler { type: 'gaussian' std: 0.5 } bias_filler { type: 'gaussian' std: 0.5 } }");
+}
+
+std::vector<float> Data(const Blob& blob) {
+  const float* p = blob.cpu_data<float>();
+  return std::vector<float>(p, p + blob.count());
+}
+
+std::vector<float> Diff(const Blob& blob) {
+  const float* p = blob.cpu_diff<float>();
+  return std::vector<float>(p, p + blob.count());
+}
+
+void FillDiff(Blob* blob, float start) {
+  float* diff = blob->mutable_cpu_diff<float>();
+  for (int64_t i = 0; i < blob->count(); ++i) diff[i] = start + 0.01f * static_cast<float>(i % 97);
+}
+
+// What one layer computes under one policy: `passes` forward + backward passes on the same
+// inputs (param diffs accumulate over them; they start at FillDiff(., 1)).
+struct ConvResult {
+  std::vector<float> top, bottom_diff, weight_diff, bias_diff;
+  std::vector<std::string> engines;  // per pass: forward's engine, then backward's
+};
+
+ConvResult RunConv(const LayerParameter& param, const std::vector<int>& shape, CpuEngine policy,
+                   int passes = 2, bool propagate_down = true) {
+  ScopedCpuEngine scoped(policy);
+  SetRandomSeed(1701);  // the same filled weights under every policy
+  ConvolutionLayer layer(param);
+  Blob bottom(shape), top;
+  FillGaussian(&bottom, 0, 1, 11);
+  layer.SetUp({&bottom}, {&top});
+  for (const BlobPtr& blob : layer.blobs()) FillDiff(blob.get(), 1.0f);
+  FillDiff(&bottom, 42.0f);
+  ConvResult result;
+  for (int pass = 0; pass < passes; ++pass) {
+    layer.Forward({&bottom}, {&top});
+    result.engines.push_back(layer.cpu_engine());
+    result.top = Data(top);
+    FillGaussian(&top, 0, 1, 13);  // into the data, then moved to the diff
+    std::memcpy(top.mutable_cpu_diff<float>(), top.cpu_data<float>(), top.count() * sizeof(float));
+    layer.Backward({&top}, {propagate_down}, {&bottom});
+    result.engines.push_back(layer.cpu_engine());
+  }
+  result.bottom_diff = Diff(bottom);
+  result.weight_diff = Diff(*layer.blobs()[0]);
+  if (layer.blobs().size() > 1) result.bias_diff = Diff(*layer.blobs()[1]);
+  return result;
+}
+
+// |a - b| <= 1e-4 * (max |expected| over the tensor + |expected element|).
+void ExpectClose(const std::vector<float>& actual, const std::vector<float>& expected,
+                 const std::string& what) {
+  ASSERT_EQ(actual.size(), expected.size()) << what;
+  double scale = 0;
+  for (float v : expected) scale = std::max(scale, static_cast<double>(std::fabs(v)));
+  for (size_t i = 0; i < actual.size(); ++i)
+    ASSERT_NEAR(actual[i], expected[i], 1e-4 * (scale + std::fabs(expected[i])))
+        << what << " element " << i;
+}
+
+void ExpectSameResults(const ConvResult& a, const ConvResult& b) {
+  ExpectClose(a.top, b.top, "top");
+  ExpectClose(a.bottom_diff, b.bottom_diff, "bottom diff");
+  ExpectClose(a.weight_diff, b.weight_diff, "weight diff");
+  ExpectClose(a.bias_diff, b.bias_diff, "bias diff");
+}
+
+class DnnlConvolutionTest : public ::testing::TestWithParam<ConvCase> {
+ protected:
+  void SetUp() override {
+    if (!DnnlBuilt()) GTEST_SKIP() << "crema is built without oneDNN";
+  }
+};
+
+TEST_P(DnnlConvolutionTest, MatchesCremaKernels) {
+  const ConvCase& c = GetParam();
+  const LayerParameter param = ConvParam(c.param);
+  const ConvResult crema = RunConv(param, c.shape, CpuEngine::kCaffe);
+  const ConvResult dnnl = RunConv(param, c.shape, CpuEngine::kDnnl);
+  for (const std::string& engine : crema.engines) EXPECT_EQ(engine, "crema");
+  for (const std::string& engine : dnnl.engines) EXPECT_EQ(engine, "oneDNN");
+  ExpectSameResults(dnnl, crema);
+  // The param diffs accumulated two passes onto their start values.
+  const ConvResult once = RunConv(param, c.shape, CpuEngine::kDnnl, 1);
+  for (size_t i = 0; i < once.weight_diff.size(); ++i) {
+    const double start = 1.0 + 0.01 * static_cast<double>(i % 97);
+    ASSERT_NEAR(dnnl.weight_diff[i] - start, 2 * (once.weight_diff[i] - start),
+                1e-4 * (1 + std::fabs(dnnl.weight_diff[i])))
+        << "weight diff element " << i;
+  }
+}
+
+TEST_P(DnnlConvolutionTest, AutoPicksAnEngineAndMatches) {
+  const ConvCase& c = GetParam();
+  const LayerParameter param = ConvParam(c.param);
+  const ConvResult crema = RunConv(param, c.shape, CpuEngine::kCaffe, 8);
+  const ConvResult automatic = RunConv(param, c.shape, CpuEngine::kAuto, 8);
+  ExpectSameResults(automatic, crema);
+  // The race alternates crema and oneDNN (forward and backward each) for four to six passes;
+  // then one engine is kept.
+  for (int pass = 0; pass < 4; ++pass) {
+    const char* expected = pass % 2 == 0 ? "crema" : "oneDNN";
+    EXPECT_EQ(automatic.engines[2 * pass], expected) << "forward pass " << pass;
+    EXPECT_EQ(automatic.engines[2 * pass + 1], expected) << "backward pass " << pass;
+  }
+  for (size_t i = 12; i < automatic.engines.size(); ++i)
+    EXPECT_EQ(automatic.engines[i], automatic.engines[i % 2 + 12]) << "the kept engine changed";
+  EXPECT_TRUE(automatic.engines[12] == "crema" || automatic.engines[12] == "oneDNN");
+}
+
+TEST_P(DnnlConvolutionTest, PropagateDownFalseLeavesBottomDiff) {
+  const ConvCase& c = GetParam();
+  const ConvResult dnnl = RunConv(ConvParam(c.param), c.shape, CpuEngine::kDnnl, 1, false);
+  for (size_t i = 0; i < dnnl.bottom_diff.size(); ++i)
+    ASSERT_EQ(dnnl.bottom_diff[i], 42.0f + 0.01f * static_cast<float>(i % 97));
+}
+
+INSTANTIATE_TEST_SUITE_P(
+    Geometries, DnnlConvolutionTest,
+    ::testing::Values(
+        ConvCase{"basic", "num_output: 4 kernel_size: 3", {2, 3, 6, 5}},
+        ConvCase{"stride_pad", "num_output: 3 kernel_size: 3 stride: 2 pad: 1", {2, 2, 7, 6}},
+        ConvCase{"rectangular_no_bias",
+                 "num_output: 3 kernel_h: 3 kernel_w: 2 stride_h: 2 stride_w: 1 pad_h: 1 "
+                 "pad_w: 0 bias_term: false",
+                 {2, 3, 7, 5}},
+        ConvCase{"dilation", "num_output: 2 kernel_size: 3 dilation: 2 pad: 1", {1, 2, 8, 7}},
+        ConvCase{"dilation_per_axis",
+                 "num_output: 3 kernel_size: 3 dilation: 1 dilation: 3",
+                 {2, 3, 9, 10}},
+        ConvCase{"group", "num_output: 6 kernel_size: 3 group: 2 stride: 2", {2, 4, 7, 7}},
+        ConvCase{"group_dilation_pad",
+                 "num_output: 4 kernel_size: 3 group: 2 dilation: 2 pad: 2 stride: 2",
+                 {1, 6, 6, 6}},
+        ConvCase{"one_by_one", "num_output: 5 kernel_size: 1", {2, 3, 4, 5}},
+        ConvCase{"one_by_one_group", "num_output: 4 kernel_size: 1 group: 2", {2, 4, 3, 3}},
+        ConvCase{"one_by_one_stride", "num_output: 8 kernel_size: 1 stride: 2", {2, 16, 7, 7}},
+        ConvCase{"depthwise", "num_output: 4 kernel_size: 3 group: 4", {2, 4, 6, 5}},
+        ConvCase{
+            "depthwise_multiplier", "num_output: 6 kernel_size: 3 group: 3 pad: 1", {2, 3, 5, 6}},
+        ConvCase{"odd_batch1", "num_output: 5 kernel_size: 5 stride: 3 pad: 2", {1, 5, 9, 11}},
+        ConvCase{"channels_16_32", "num_output: 32 kernel_size: 3 pad: 1", {3, 16, 10, 10}},
+        ConvCase{"channels_17_19", "num_output: 19 kernel_size: 3 stride: 2", {2, 17, 9, 9}},
+        ConvCase{
+            "large_kernel_pad", "num_output: 8 kernel_size: 5 pad: 2 group: 2", {2, 8, 12, 13}},
+        ConvCase{"three_d",
+                 "num_output: 3 kernel_size: 3 kernel_size: 2 kernel_size: 2 stride: 2 "
+                 "stride: 1 stride: 1 pad: 1",
+                 {2, 2, 5, 4, 4}}),
+    [](const ::testing::TestParamInfo<ConvCase>& info) { return std::string(info.param.name); });
+
+// The objective L = sum(top * r) is linear in the bottom, the weights and the bias, so central
+// differences with a large step are exact up to float rounding: the gradients of oneDNN's
+// backward against the changes of oneDNN's forward.
+TEST(DnnlConvolutionGradient, NumericUnderPolicyDnnl) {
+  if (!DnnlBuilt()) GTEST_SKIP() << "crema is built without oneDNN";
+  ScopedCpuEngine scoped(CpuEngine::kDnnl);
+  SetRandomSeed(1701);
+  ConvolutionLayer layer(
+      ConvParam("num_output: 6 kernel_size: 3 group: 2 stride: 2 pad: 1 "
+                "dilation: 2"));
+  Blob bottom(std::vector<int>{2, 4, 9, 8}), top;
+  FillGaussian(&bottom, 0, 1, 5);
+  layer.SetUp({&bottom}, {&top});
+  Blob r(top.shape());
+  FillGaussian(&r, 0, 1, 6);
+  const auto objective = [&] {
+    layer.Forward({&bottom}, {&top});
+    double sum = 0;
+    for (int64_t i = 0; i < top.count(); ++i) sum += top.data_at(i) * r.data_at(i);
+    return sum;
+  };
+  objective();
+  std::memcpy(top.mutable_cpu_diff<float>(), r.cpu_data<float>(), r.count() * sizeof(float));
+  for (const BlobPtr& blob : layer.blobs()) blob->SetDiffZero();
+  layer.Backward({&top}, {true}, {&bottom});
+  EXPECT_STREQ(layer.cpu_engine(), "oneDNN");
+  std::vector<Blob*> blobs = {&bottom, layer.blobs()[0].get(), layer.blobs()[1].get()};
+  for (size_t b = 0; b < blobs.size(); ++b) {
+    Blob* blob = blobs[b];
+    const std::vector<float> analytic = Diff(*blob);
+    for (int64_t i = 0; i < blob->count(); i += std::max<int64_t>(1, blob->count() / 40)) {
+      float* data = blob->mutable_cpu_data<float>();
+      const float saved = data[i];
+      constexpr float kStep = 0.5f;
+      data[i] = saved + kStep;
+      const double plus = objective();
+      data = blob->mutable_cpu_data<float>();
+      data[i] = saved - kStep;
+      const double minus = objective();
+      blob->mutable_cpu_data<float>()[i] = saved;
+      const double numeric = (plus - minus) / (2 * kStep);
+      EXPECT_NEAR(analytic[i], numeric, 1e-3 * std::max(1.0, std::fabs(numeric)))
+          << "blob " << b << " element " << i;
+    }
+  }
+}
+
+// Geometries oneDNN does not take (1-D, a kernel larger than the padded input, channel axis 2),
+// float64, `engine: CAFFE` and deterministic mode run crema's kernels under policy dnnl.
+TEST(DnnlConvolutionFallback, CremaKernelsWhereOneDnnDoesNotApply) {
+  if (!DnnlBuilt()) GTEST_SKIP() << "crema is built without oneDNN";
+  const std::vector<ConvCase> cases = {
+      {"one_d", "num_output: 3 kernel_size: 3 stride: 2", {2, 2, 9}},
+      {"kernel_larger_than_input", "num_output: 2 kernel_size: 5 stride: 2", {1, 2, 4, 4}},
+      {"axis2", "num_output: 3 kernel_size: 2 axis: 2", {2, 2, 3, 5, 4}},
+      {"engine_caffe", "num_output: 4 kernel_size: 3 engine: CAFFE", {2, 3, 6, 5}}};
+  for (const ConvCase& c : cases) {
+    const ConvResult crema = RunConv(ConvParam(c.param), c.shape, CpuEngine::kCaffe);
+    const ConvResult dnnl = RunConv(ConvParam(c.param), c.shape, CpuEngine::kDnnl);
+    for (const std::string& engine : dnnl.engines) EXPECT_EQ(engine, "crema") << c.name;
+    // The same kernels: the same bits.
+    EXPECT_EQ(dnnl.top, crema.top) << c.name;
+    EXPECT_EQ(dnnl.weight_diff, crema.weight_diff) << c.name;
+  }
+  {
+    ScopedCpuEngine scoped(CpuEngine::kDnnl);
+    ConvolutionLayer layer(ConvParam("num_output: 2 kernel_size: 3"));
+    layer.set_dtype(DataType::kFloat64);
+    Blob bottom(std::vector<int>{1, 2, 5, 5}, DataType::kFloat64), top(DataType::kFloat64);
+    FillGaussian(&bottom, 0, 1);
+    layer.SetUp({&bottom}, {&top});
+    layer.Forward({&bottom}, {&top});
+    EXPECT_STREQ(layer.cpu_engine(), "crema");
+  }
+  {
+    gpu::SetDeterministic(true);
+    const ConvResult dnnl =
+        RunConv(ConvParam("num_output: 4 kernel_size: 3"), {2, 3, 6, 5}, CpuEngine::kDnnl);
+    gpu::SetDeterministic(false);
+    for (const std::string& engine : dnnl.engines) EXPECT_EQ(engine, "crema");
+  }
+}
+
+TEST(DnnlConvolutionPolicy, ParseNamesAndErrors) {
+  EXPECT_EQ(ParseCpuEngine("auto", "--cpu_engine"), CpuEngine::kAuto);
+  EXPECT_EQ(ParseCpuEngine("caffe", "--cpu_engine"), CpuEngine::kCaffe);
+  EXPECT_EQ(ParseCpuEngine("dnnl", "--cpu_engine"), CpuEngine::kDnnl);
+  EXPECT_STREQ(CpuEngineName(CpuEngine::kDnnl), "dnnl");
+  try {
+    ParseCpuEngine("onednn", "--cpu_engine");
+    FAIL() << "no ConfigError";
+  } catch (const ConfigError& e) {
+    EXPECT_NE(
+        std::string(e.what()).find("--cpu_engine must be auto, caffe or dnnl, got \"onednn\""),
+        std::string::npos)
+        << e.what();
+  }
+}
+
+}  // namespace
+}  // namespace crema

@@ -1,0 +1,270 @@
+#include "math/dnnl_engine.hpp"
+
+#include <glog/logging.h>
+
+#include <algorithm>
+#include <atomic>
+#include <cstdlib>
+#include <iomanip>
+#include <sstream>
+#include <unordered_map>
+
+#include "core/cuda_context.hpp"
+#include "core/workspace.hpp"
+#include "crema/error.hpp"
+
+namespace crema {
+namespace {
+
+// -1: not set yet (read CREMA_CPU_ENGINE on first use).
+std::atomic<int> g_cpu_engine{-1};
+
+}  // namespace
+
+CpuEngine ParseCpuEngine(const std::string& text, const std::string& what) {
+  if (text == "auto") return CpuEngine::kAuto;
+  if (text == "caffe") return CpuEngine::kCaffe;
+  if (text == "dnnl") return CpuEngine::kDnnl;
+  CREMA_THROW_CONFIG(what, " must be auto, caffe or dnnl, got \"", text, "\"");
+}
+
+const char* CpuEngineName(CpuEngine engine) {
+  switch (engine) {
+    case CpuEngine::kCaffe:
+      return "caffe";
+    case CpuEngine::kDnnl:
+      return "dnnl";
+    case CpuEngine::kAuto:
+      break;
+  }
+  return "auto";
+}
+
+CpuEngine GetCpuEngine() {
+  int value = g_cpu_engine.load();
+  if (value < 0) {
+    const char* env = std::getenv("CREMA_CPU_ENGINE");
+    const CpuEngine engine =
+        env == nullptr || *env == '\0' ? CpuEngine::kAuto : ParseCpuEngine(env, "CREMA_CPU_ENGINE");
+    value = static_cast<int>(engine);
+    g_cpu_engine.store(value);
+  }
+  return static_cast<CpuEngine>(value);
+}
+
+void SetCpuEngine(CpuEngine engine) { g_cpu_engine.store(static_cast<int>(engine)); }
+
+bool DnnlBuilt() {
+#ifdef CREMA_WITH_DNNL
+  return true;
+#else
+  return false;
+#endif
+}
+
+CpuEngine LayerCpuEngine(bool force_caffe) {
+  // Deterministic mode promises results independent of timing and of the thread count: auto's
+  // choice depends on timing, oneDNN's reductions on the threads.
+  if (force_caffe || !DnnlBuilt() || gpu::Deterministic()) return CpuEngine::kCaffe;
+  return GetCpuEngine();
+}
+
+std::string ShapeText(const std::vector<int>& shape) {
+  std::string text;
+  for (size_t i = 0; i < shape.size(); ++i) text += (i ? "x" : "") + std::to_string(shape[i]);
+  return text;
+}
+
+void CpuEngineChoice::Run(CpuEngine policy, const std::string& layer, const char* direction,
+                          const std::vector<int>& shape, const std::function<void()>& crema,
+                          const std::function<void()>& dnnl) {
+  if (policy != CpuEngine::kAuto) {
+    const bool use_dnnl = policy == CpuEngine::kDnnl;
+    last_ = use_dnnl ? "oneDNN" : "crema";
+    (use_dnnl ? dnnl : crema)();
+    return;
+  }
+  Race& race = races_[{direction, shape}];
+  if (race.decided) {
+    last_ = race.use_dnnl ? "oneDNN" : "crema";
+    (race.use_dnnl ? dnnl : crema)();
+    return;
+  }
+  const bool use_dnnl = race.pass % 2 == 1;
+  last_ = use_dnnl ? "oneDNN" : "crema";
+  const auto start = std::chrono::steady_clock::now();
+  (use_dnnl ? dnnl : crema)();
+  const double seconds =
+      std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+  if (race.pass >= 2) {  // passes 0 and 1 warm up
+    double& best = use_dnnl ? race.dnnl_best : race.crema_best;
+    best = race.pass < 4 ? seconds : std::min(best, seconds);
+  }
+  ++race.pass;
+  // A clear winner after one timed pass each ends the race early; a close one runs it out.
+  const bool clear = race.pass == 4 && std::max(race.crema_best, race.dnnl_best) >
+                                           kClearMargin * std::min(race.crema_best, race.dnnl_best);
+  if (race.pass < kRacePasses && !clear) return;
+  race.decided = true;
+  race.use_dnnl = race.dnnl_best < race.crema_best;
+  std::ostringstream line;
+  line << std::fixed << std::setprecision(3) << layer << " " << direction << " " << ShapeText(shape)
+       << ": CPU engine " << (race.use_dnnl ? "oneDNN" : "crema") << " (oneDNN "
+       << race.dnnl_best * 1e3 << " ms, crema " << race.crema_best * 1e3 << " ms)";
+  LOG(INFO) << line.str();
+}
+
+#ifdef CREMA_WITH_DNNL
+
+dnnl::engine& DnnlEngine() {
+  static auto* engine = new dnnl::engine(dnnl::engine::kind::cpu, 0);
+  return *engine;
+}
+
+// One per thread: nets running in different threads (the API allows it) never share a stream.
+dnnl::stream& DnnlStream() {
+  thread_local dnnl::stream stream(DnnlEngine());
+  return stream;
+}
+
+dnnl::primitive_attr DnnlUserScratchpad() {
+  dnnl::primitive_attr attr;
+  attr.set_scratchpad_mode(dnnl::scratchpad_mode::user);
+  return attr;
+}
+
+namespace {
+
+using dnnl::memory;
+
+// One block of scratch memory carved into 64-byte aligned pieces: Add() the sizes, then Bind()
+// the block's base address and read each piece with At().
+class DnnlScratch {
+ public:
+  // Reserves `bytes`; returns the piece's index.
+  int Add(size_t bytes) {
+    offsets_.push_back(total_);
+    total_ += (bytes + 63) / 64 * 64;
+    return static_cast<int>(offsets_.size()) - 1;
+  }
+  size_t bytes() const { return total_; }
+  void Bind(void* base) { base_ = static_cast<char*>(base); }
+  void* At(int piece) const { return base_ + offsets_[piece]; }
+
+ private:
+  std::vector<size_t> offsets_;
+  size_t total_ = 0;
+  char* base_ = nullptr;
+};
+
+memory::format_tag PlainTag(size_t rank) {
+  switch (rank) {
+    case 1:
+      return memory::format_tag::a;
+    case 2:
+      return memory::format_tag::ab;
+    case 3:
+      return memory::format_tag::abc;
+    case 4:
+      return memory::format_tag::abcd;
+    case 5:
+      return memory::format_tag::abcde;
+    default:
+      return memory::format_tag::abcdef;
+  }
+}
+
+}  // namespace
+
+memory::desc DnnlPlain(const memory::dims& dims) {
+  return memory::desc(dims, memory::data_type::f32, PlainTag(dims.size()));
+}
+
+memory::desc DnnlAny(const memory::dims& dims) {
+  return memory::desc(dims, memory::data_type::f32, memory::format_tag::any);
+}
+
+void DnnlExecute(const dnnl::primitive& primitive, const memory::desc& scratchpad,
+                 const std::vector<DnnlOperand>& operands, Workspace* ws) {
+  DnnlScratch scratch;
+  const int pad_piece = scratch.Add(scratchpad.get_size());
+  std::vector<int> pieces(operands.size(), -1), plain_pieces(operands.size(), -1);
+  for (size_t i = 0; i < operands.size(); ++i) {
+    const DnnlOperand& op = operands[i];
+    if (op.want != op.user) pieces[i] = scratch.Add(op.want.get_size());
+    // Accumulated outputs, and outputs the caller does not want, land in plain scratch first.
+    if (op.accumulate || op.data == nullptr) plain_pieces[i] = scratch.Add(op.user.get_size());
+  }
+  scratch.Bind(ws->Cpu(scratch.bytes()));
+  dnnl::engine& engine = DnnlEngine();
+  dnnl::stream& stream = DnnlStream();
+  std::unordered_map<int, memory> args;
+  args.emplace(DNNL_ARG_SCRATCHPAD, memory(scratchpad, engine, scratch.At(pad_piece)));
+  std::vector<memory> users(operands.size()), wanted(operands.size());
+  for (size_t i = 0; i < operands.size(); ++i) {
+    const DnnlOperand& op = operands[i];
+    users[i] =
+        memory(op.user, engine, plain_pieces[i] >= 0 ? scratch.At(plain_pieces[i]) : op.data);
+    wanted[i] = pieces[i] < 0 ? users[i] : memory(op.want, engine, scratch.At(pieces[i]));
+    if (!op.output && pieces[i] >= 0)
+      dnnl::reorder(users[i], wanted[i]).execute(stream, users[i], wanted[i]);
+    args.emplace(op.arg, wanted[i]);
+  }
+  primitive.execute(stream, args);
+  for (size_t i = 0; i < operands.size(); ++i) {
+    const DnnlOperand& op = operands[i];
+    if (op.output && pieces[i] >= 0)
+      dnnl::reorder(wanted[i], users[i]).execute(stream, wanted[i], users[i]);
+  }
+  stream.wait();
+  for (size_t i = 0; i < operands.size(); ++i) {
+    const DnnlOperand& op = operands[i];
+    if (!op.accumulate || op.data == nullptr) continue;
+    const float* sum = static_cast<const float*>(scratch.At(plain_pieces[i]));
+    float* out = static_cast<float*>(op.data);
+    const int64_t n = static_cast<int64_t>(op.user.get_size() / sizeof(float));
+#pragma omp parallel for if (n > 65536)
+    for (int64_t j = 0; j < n; ++j) out[j] += sum[j];
+  }
+}
+
+void DnnlWeightedForward(const dnnl::primitive& primitive, const dnnl::primitive_desc_base& pd,
+                         const DnnlWeightedLayout& layout, const float* x, const float* w,
+                         const float* bias, float* y, Workspace* ws) {
+  std::vector<DnnlOperand> ops = {
+      {DNNL_ARG_SRC, layout.src, pd.src_desc(0), const_cast<float*>(x)},
+      {DNNL_ARG_WEIGHTS, layout.weights, pd.weights_desc(0), const_cast<float*>(w)},
+      {DNNL_ARG_DST, layout.dst, pd.dst_desc(0), y, true}};
+  if (layout.has_bias())
+    ops.push_back({DNNL_ARG_BIAS, layout.bias, pd.weights_desc(1), const_cast<float*>(bias)});
+  DnnlExecute(primitive, pd.scratchpad_desc(), ops, ws);
+}
+
+void DnnlWeightedBackwardData(const dnnl::primitive& primitive, const dnnl::primitive_desc_base& pd,
+                              const DnnlWeightedLayout& layout, const float* dy, const float* w,
+                              float* dx, Workspace* ws) {
+  DnnlExecute(primitive, pd.scratchpad_desc(),
+              {{DNNL_ARG_DIFF_DST, layout.dst, pd.diff_dst_desc(0), const_cast<float*>(dy)},
+               {DNNL_ARG_WEIGHTS, layout.weights, pd.weights_desc(0), const_cast<float*>(w)},
+               {DNNL_ARG_DIFF_SRC, layout.src, pd.diff_src_desc(0), dx, true}},
+              ws);
+}
+
+void DnnlWeightedBackwardWeights(const dnnl::primitive& primitive,
+                                 const dnnl::primitive_desc_base& pd,
+                                 const DnnlWeightedLayout& layout, const float* x, const float* dy,
+                                 float* dw, float* db, Workspace* ws) {
+  // oneDNN computes both diffs at once; one not asked for lands in scratch and is dropped.
+  std::vector<DnnlOperand> ops = {
+      {DNNL_ARG_SRC, layout.src, pd.src_desc(0), const_cast<float*>(x)},
+      {DNNL_ARG_DIFF_DST, layout.dst, pd.diff_dst_desc(0), const_cast<float*>(dy)},
+      {DNNL_ARG_DIFF_WEIGHTS, layout.weights, pd.diff_weights_desc(0), dw, true, dw != nullptr}};
+  if (layout.has_bias())
+    ops.push_back(
+        {DNNL_ARG_DIFF_BIAS, layout.bias, pd.diff_weights_desc(1), db, true, db != nullptr});
+  DnnlExecute(primitive, pd.scratchpad_desc(), ops, ws);
+}
+
+#endif  // CREMA_WITH_DNNL
+
+}  // namespace crema

@@ -1,0 +1,172 @@
+#pragma once
+// oneDNN (libdnnl) as an optional CPU engine of Convolution, Pooling and InnerProduct, chosen per
+// layer the way cuDNN is on the GPU.
+//
+// The CPU engine policy (process-wide; --cpu_engine or CREMA_CPU_ENGINE):
+//   auto  (default) per layer, input shape and direction (forward, backward), the first passes
+//         run crema's own kernels and oneDNN's alternately, timed; the faster one is kept and
+//         the choice logged once (INFO);
+//   caffe never oneDNN: crema's own kernels, bit-reproducible as before;
+//   dnnl  oneDNN wherever it supports the layer.
+// A layer's `engine: CAFFE` forces crema's kernels for that layer; DEFAULT and CUDNN follow the
+// policy. Deterministic mode (gpu::Deterministic) always runs crema's kernels. Float32 only; other
+// types always run crema's kernels. oneDNN's results may differ from crema's in the last bits and
+// between thread counts.
+//
+// Only files compiled with CREMA_WITH_DNNL (src/math/dnnl_*.cpp, layers/*/dnnl_*.cpp; see
+// CMakeLists.txt) see the oneDNN part at the end; the policy part is plain C++.
+#include <chrono>
+#include <functional>
+#include <map>
+#include <string>
+#include <utility>
+#include <vector>
+
+namespace crema {
+
+enum class CpuEngine { kAuto, kCaffe, kDnnl };
+
+// "auto", "caffe" or "dnnl" -> the policy; ConfigError naming `what` (e.g. "--cpu_engine")
+// otherwise.
+CpuEngine ParseCpuEngine(const std::string& text, const std::string& what);
+const char* CpuEngineName(CpuEngine engine);
+// The process-wide policy. Until SetCpuEngine is called it comes from CREMA_CPU_ENGINE (auto
+// when unset; a ConfigError when invalid).
+CpuEngine GetCpuEngine();
+void SetCpuEngine(CpuEngine engine);
+// Whether this build has oneDNN (CREMA_DNNL found at configure time).
+bool DnnlBuilt();
+
+// The policy for one layer: `force_caffe` (its engine field is CAFFE) gives kCaffe, otherwise
+// the process-wide one; without oneDNN in the build, and in deterministic mode (--deterministic,
+// solver `deterministic: true`), always kCaffe.
+CpuEngine LayerCpuEngine(bool force_caffe);
+
+// The per-layer choice of `auto`: for each (direction, input shape) a race of up to six passes,
+// alternating crema's kernels and oneDNN's (the first of each untimed: caches, primitive
+// creation), keeping the faster by its best time; it ends after four passes when one engine took
+// under 1/kClearMargin of the other's time.
+class CpuEngineChoice {
+ public:
+  // Runs one pass, `crema` or `dnnl`, as `policy` (kAuto: the race) says. `layer` names the layer
+  // in the log line, `direction` is "forward" or "backward".
+  void Run(CpuEngine policy, const std::string& layer, const char* direction,
+           const std::vector<int>& shape, const std::function<void()>& crema,
+           const std::function<void()>& dnnl);
+  // The engine of the last pass run: "crema", "oneDNN", or "" before the first.
+  const char* last() const { return last_; }
+
+ private:
+  struct Race {
+    int pass = 0;
+    double crema_best = 0, dnnl_best = 0;
+    bool decided = false, use_dnnl = false;
+  };
+  static constexpr int kRacePasses = 6;  // crema, oneDNN, crema, oneDNN, crema, oneDNN
+  static constexpr double kClearMargin = 1.5;
+  std::map<std::pair<std::string, std::vector<int>>, Race> races_;
+  const char* last_ = "";
+};
+
+// "2x3x32x32".
+std::string ShapeText(const std::vector<int>& shape);
+
+}  // namespace crema
+
+#ifdef CREMA_WITH_DNNL
+#include <oneapi/dnnl/dnnl.hpp>
+
+#include "crema/error.hpp"
+
+namespace crema {
+
+class Workspace;
+
+// The process-wide CPU engine and the calling thread's stream (in-order; oneDNN's OpenMP threads
+// are crema's).
+dnnl::engine& DnnlEngine();
+dnnl::stream& DnnlStream();
+
+// Primitive attributes with a user-provided scratchpad (carved from the net's workspace).
+dnnl::primitive_attr DnnlUserScratchpad();
+
+// float32 descriptors: crema's plain row-major layout (nchw, oihw, goihw, ...), or the layout a
+// primitive picks (format_tag::any).
+dnnl::memory::desc DnnlPlain(const dnnl::memory::dims& dims);
+dnnl::memory::desc DnnlAny(const dnnl::memory::dims& dims);
+
+// One tensor argument of a primitive: the caller's plain memory and the layout the primitive
+// chose; when they differ, the tensor goes through a reorder in scratch memory. An output with
+// `accumulate` is added (+=) to the caller's memory instead of overwriting it; an output with
+// null `data` is computed and dropped.
+struct DnnlOperand {
+  int arg;
+  dnnl::memory::desc user, want;
+  void* data;
+  bool output = false;
+  bool accumulate = false;
+};
+
+// Runs `primitive` on `operands` and waits for it; its scratchpad (DnnlUserScratchpad) and the
+// reorder buffers are carved from one block of the workspace.
+void DnnlExecute(const dnnl::primitive& primitive, const dnnl::memory::desc& scratchpad,
+                 const std::vector<DnnlOperand>& operands, Workspace* ws);
+
+// The three passes of a layer with weights and an optional bias (Convolution, InnerProduct) on
+// crema's plain tensors `layout`, through primitives whose descriptors may want other layouts.
+struct DnnlWeightedLayout {
+  dnnl::memory::desc src, weights, bias, dst;  // bias: zero when the layer has none
+  bool has_bias() const { return bias.get_size() > 0; }
+};
+// y = op(x, w) (+ bias).
+void DnnlWeightedForward(const dnnl::primitive& primitive, const dnnl::primitive_desc_base& pd,
+                         const DnnlWeightedLayout& layout, const float* x, const float* w,
+                         const float* bias, float* y, Workspace* ws);
+// dx = op^T(dy, w) (overwrites).
+void DnnlWeightedBackwardData(const dnnl::primitive& primitive, const dnnl::primitive_desc_base& pd,
+                              const DnnlWeightedLayout& layout, const float* dy, const float* w,
+                              float* dx, Workspace* ws);
+// dw += dW(x, dy); db += db(dy); null outputs are skipped.
+void DnnlWeightedBackwardWeights(const dnnl::primitive& primitive,
+                                 const dnnl::primitive_desc_base& pd,
+                                 const DnnlWeightedLayout& layout, const float* x, const float* dy,
+                                 float* dw, float* db, Workspace* ws);
+
+// The primitives of a layer with weights (Fwd, BwdData, BwdWeights: e.g. convolution_forward,
+// convolution_backward_data, convolution_backward_weights) over its plain layouts, and its three
+// passes. The layer's engine creates the forward ones and says how to create the backward ones,
+// which the first backward pass does (an inference net never needs them).
+template <typename Fwd, typename BwdData, typename BwdWeights>
+struct DnnlWeightedPrimitives : DnnlWeightedLayout {
+  virtual ~DnnlWeightedPrimitives() = default;
+  virtual void CreateBackward() = 0;  // sets the bwd_* members
+
+  void Forward(const float* x, const float* w, const float* bias, float* y, Workspace* ws) {
+    CREMA_ASSERT(supported, "oneDNN forward before a successful Prepare");
+    DnnlWeightedForward(fwd, fwd_pd, *this, x, w, bias, y, ws);
+  }
+  void BackwardData(const float* dy, const float* w, float* dx, Workspace* ws) {
+    CREMA_ASSERT(supported, "oneDNN backward before a successful Prepare");
+    if (!backward_ready) CreateBackward();
+    backward_ready = true;
+    DnnlWeightedBackwardData(bwd_data, bwd_data_pd, *this, dy, w, dx, ws);
+  }
+  void BackwardWeights(const float* x, const float* dy, float* dw, float* db, Workspace* ws) {
+    CREMA_ASSERT(supported, "oneDNN backward before a successful Prepare");
+    if (dw == nullptr && db == nullptr) return;
+    if (!backward_ready) CreateBackward();
+    backward_ready = true;
+    DnnlWeightedBackwardWeights(bwd_weights, bwd_weights_pd, *this, x, dy, dw, db, ws);
+  }
+
+  bool prepared = false, supported = false, backward_ready = false;
+  typename Fwd::primitive_desc fwd_pd;
+  Fwd fwd;
+  typename BwdData::primitive_desc bwd_data_pd;
+  BwdData bwd_data;
+  typename BwdWeights::primitive_desc bwd_weights_pd;
+  BwdWeights bwd_weights;
+};
+
+}  // namespace crema
+#endif  // CREMA_WITH_DNNL
