@@ -76,9 +76,10 @@ void ExpectSameBlobs(const Net& plain, const Net& fused, bool diffs, const std::
   for (size_t b = 0; b < plain.blobs().size(); ++b) {
     EXPECT_TRUE(SameBits(*plain.blobs()[b], *fused.blobs()[b], false))
         << what << ": data of blob " << plain.blob_names()[b];
-    if (diffs)
+    if (diffs) {
       EXPECT_TRUE(SameBits(*plain.blobs()[b], *fused.blobs()[b], true))
           << what << ": diff of blob " << plain.blob_names()[b];
+    }
   }
   if (!diffs) return;
   for (size_t p = 0; p < plain.learnable_params().size(); ++p)
