@@ -146,7 +146,8 @@ Solver::Solver(const SolverParameter& param, const SolverOptions& options)
       fs::create_directories(folder, dir_error);
       if (!dir_error) LOG(INFO) << "Created the snapshot folder " << folder.string();
     }
-    const std::string probe = SnapshotFilename(".tempfile");
+    // A temporary like every interrupted write (".tmp"), should the process die before the remove.
+    const std::string probe = SnapshotFilename(".probe.tmp");
     std::ofstream out(probe);
     if (!out.good())
       CREMA_THROW_RUNTIME("cannot write to snapshot_prefix \"", param_.snapshot_prefix(),
