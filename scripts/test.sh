@@ -2,18 +2,23 @@
 # The one way to run crema's tests, locally and in CI: installs the Debian dependencies, builds
 # everything (the CUDA code too when the toolkit is present, even without a GPU) and runs ctest.
 # Tests that need ../shared/reference skip cleanly when it is absent; GPU tests skip without a GPU.
-# Usage: scripts/test.sh [--sanitize] [--no-fuzz-smoke] [ctest args...]   e.g. scripts/test.sh -R convolution
-#   --sanitize (or CREMA_TEST_SANITIZE=1): instead, the unit tests built with AddressSanitizer and
-#     UndefinedBehaviorSanitizer in build-asan/ (CUDA and Python off), any report failing the test.
+# Usage: scripts/test.sh [--sanitize | --no-sanitize] [--no-fuzz-smoke] [ctest args...]
+#   e.g. scripts/test.sh -R convolution
+#   After the unit tests, the same tests built with AddressSanitizer and UndefinedBehaviorSanitizer
+#     in build-asan/ (CUDA and Python off), any report failing the test (a second build: about
+#     35 minutes on 2 cores with a cold ccache, a few with a warm one). --sanitize runs only this
+#     one; --no-sanitize (or CREMA_TEST_SANITIZE=0) skips it.
 #   Then each libFuzzer target runs for 20 s (scripts/fuzz.sh smoke: a clang build in
 #     build-fuzz/), any finding failing the run; --no-fuzz-smoke (or CREMA_TEST_FUZZ=0) skips it.
 set -euo pipefail
 cd "$(dirname "$0")/.."
-sanitize="${CREMA_TEST_SANITIZE:-0}"
+plain=1
+sanitize="${CREMA_TEST_SANITIZE:-1}"
 fuzz="${CREMA_TEST_FUZZ:-1}"
 while [ $# -gt 0 ]; do
   case "$1" in
-    --sanitize) sanitize=1 ;;
+    --sanitize) plain=0 sanitize=1 ;;
+    --no-sanitize) sanitize=0 ;;
     --fuzz-smoke) fuzz=1 ;;
     --no-fuzz-smoke) fuzz=0 ;;
     *) break ;;
@@ -21,6 +26,10 @@ while [ $# -gt 0 ]; do
   shift
 done
 scripts/setup.sh
+if [ "$plain" = 1 ]; then
+  scripts/build.sh
+  ctest --test-dir "${CREMA_BUILD_DIR:-build}" --output-on-failure -j "$(nproc)" "$@"
+fi
 if [ "$sanitize" = 1 ]; then
   CREMA_BUILD_DIR=build-asan scripts/build.sh "-DCREMA_SANITIZE=address;undefined" \
     -DCREMA_CUDA=OFF -DCREMA_PYTHON=OFF
@@ -34,9 +43,6 @@ if [ "$sanitize" = 1 ]; then
     ASAN_OPTIONS="$asan:detect_leaks=0" ctest --test-dir build-asan --output-on-failure \
       -R '^mpi_train_test$'
   fi
-else
-  scripts/build.sh
-  ctest --test-dir "${CREMA_BUILD_DIR:-build}" --output-on-failure -j "$(nproc)" "$@"
 fi
 if [ "$fuzz" = 1 ]; then
   scripts/fuzz.sh build
