@@ -120,16 +120,6 @@ void DnnlConvolution::BackwardWeights(const float* x, const float* dy, float* dw
   impl_->BackwardWeights(x, dy, dw, db, ws);
 }
 
-std::string DnnlConvolution::Describe() const {
-  const Impl& impl = *impl_;
-  if (!impl.supported) return "none";
-  std::string text = "fwd " + ImplName(impl.fwd_pd);
-  if (impl.backward_ready)
-    text += ", bwd data " + ImplName(impl.bwd_data_pd) + ", bwd weights " +
-            ImplName(impl.bwd_weights_pd);
-  return text;
-}
-
 #else  // without oneDNN in the build: every geometry stays on crema's kernels
 
 struct DnnlConvolution::Impl {};
@@ -145,7 +135,6 @@ void DnnlConvolution::BackwardData(const float*, const float*, float*, Workspace
 void DnnlConvolution::BackwardWeights(const float*, const float*, float*, float*, Workspace*) {
   CREMA_ASSERT(false, "oneDNN is not in this build");
 }
-std::string DnnlConvolution::Describe() const { return "none"; }
 
 #endif  // CREMA_WITH_DNNL
 

@@ -14,7 +14,6 @@
 // oneDNN types stay in the .cpp (compiled with CREMA_WITH_DNNL); without oneDNN in the build
 // Prepare() declines every geometry and crema's kernels run.
 #include <memory>
-#include <string>
 #include <vector>
 
 namespace crema {
@@ -48,8 +47,6 @@ class DnnlConvolution {
   void BackwardData(const float* dy, const float* w, float* dx, Workspace* ws);
   // dw += dW(x, dy); db += sum of dy per channel (null outputs are skipped).
   void BackwardWeights(const float* x, const float* dy, float* dw, float* db, Workspace* ws);
-  // The implementations oneDNN chose, e.g. "fwd jit:avx512_core, bwd data ..., bwd weights ...".
-  std::string Describe() const;
 
  private:
   struct Impl;
