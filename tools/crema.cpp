@@ -31,9 +31,14 @@ DEFINE_bool(forbid_path_escape, false,
             "through '..' is an error naming the list file and line (also "
             "CREMA_FORBID_PATH_ESCAPE=1).");
 DEFINE_bool(fuse_relu, true,
-            "CPU nets: an in-place ReLU runs inside the Convolution, InnerProduct, Eltwise or "
-            "Scale that produced its input (one pass over memory less; every value the same). "
+            "An in-place ReLU runs inside the Convolution, InnerProduct, Eltwise or Scale that "
+            "produced its input (one pass over memory less; every value the same). "
             "--fuse-relu=false runs it as a layer of its own.");
+DEFINE_bool(fuse_batch_norm, true,
+            "A BatchNorm followed by an in-place per-channel Scale (and ReLU) of its output: the "
+            "Scale reads the BatchNorm's kept output instead of copying its input, and on the "
+            "GPU the three run as one pass forward and two backward (every value the same). "
+            "--fuse-batch-norm=false runs them as layers of their own.");
 
 namespace crema::cli {
 namespace {
@@ -41,7 +46,7 @@ namespace {
 // Flags every verb accepts, handled here before the verb runs.
 const std::set<std::string>& GlobalFlags() {
   static const std::set<std::string> flags = {"plugin", "forbid_path_escape", "cpu_engine",
-                                              "fuse_relu"};
+                                              "fuse_relu", "fuse_batch_norm"};
   return flags;
 }
 
@@ -278,6 +283,7 @@ int main(int argc, char** argv) {
     CheckUnusedFlags(*verb);
     if (FLAGS_forbid_path_escape) crema::SetForbidPathEscape(true);
     crema::SetFuseReLUDefault(FLAGS_fuse_relu);
+    crema::SetFuseBatchNormDefault(FLAGS_fuse_batch_norm);
     ApplyCpuEngineFlag();
     LoadPlugins();
     return verb->run(positional);

@@ -152,6 +152,8 @@ int RunInspect(const std::vector<std::string>& args) {
     std::printf("\n");
     PrintLayerMap(*net, net->folded_into(), "folded into convolutions for inference (--fold-bn)");
     PrintLayerMap(*net, net->relu_fused_into(), "ReLUs fused into their producers (--fuse-relu)");
+    PrintLayerMap(*net, net->fused_into_batch_norm(),
+                  "Scales and ReLUs in BatchNorm groups (--fuse-batch-norm)");
     PrintMemoryPlan(*net, MemoryPlan::kInference);
     net->SetFoldBatchNorm(false);
     PrintMemoryPlan(*net, MemoryPlan::kTraining);

@@ -6,6 +6,7 @@
 #include <algorithm>
 #include <chrono>
 #include <cstdio>
+#include <map>
 #include <string>
 #include <vector>
 
@@ -135,6 +136,24 @@ int RunTime(const std::vector<std::string>& args) {
   const auto& top_vecs = net->top_vecs();
   const auto& bottom_need_backward = net->bottom_need_backward();
   const int n = net->num_layers();
+  // Steps as the net runs them: a BatchNorm group (its Scale and ReLU right after it) is one
+  // step, timed as a whole on the BatchNorm's row; every other layer is a step of its own.
+  std::vector<int> step_last(n), step_of(n);
+  std::vector<std::string> step_type(n);
+  for (int i = 0; i < n; ++i) {
+    step_last[i] = step_of[i] = i;
+    step_type[i] = layers[i]->type();
+  }
+  for (int b = 0; b < n; ++b) {
+    int last = b;
+    for (int j = b + 1; j < n && net->fused_into_batch_norm()[j] == b; ++j) last = j;
+    if (last == b) continue;
+    step_last[b] = last;
+    for (int j = b + 1; j <= last; ++j) {
+      step_of[j] = b;
+      step_type[b] += std::string("+") + layers[j]->type();
+    }
+  }
   std::vector<double> forward_ms(n, 0.0), backward_ms(n, 0.0);
   double forward_total = 0, backward_total = 0;
   LOG(INFO) << "*** Benchmark begins ***";
@@ -142,9 +161,9 @@ int RunTime(const std::vector<std::string>& args) {
   const Clock::time_point total_start = Clock::now();
   for (int j = 0; j < FLAGS_iterations; ++j) {
     const Clock::time_point iter_start = Clock::now();
-    for (int i = 0; i < n; ++i) {
+    for (int i = 0; i < n; i = step_last[i] + 1) {
       const Clock::time_point start = Clock::now();
-      net->ForwardFromTo(i, i);  // as the net runs it (folded layers skipped)
+      net->ForwardFromTo(i, step_last[i]);  // as the net runs it (folded layers skipped)
       sync.Wait();
       forward_ms[i] += MsSince(start);
     }
@@ -152,12 +171,16 @@ int RunTime(const std::vector<std::string>& args) {
     if (!train) continue;
     const Clock::time_point backward_start = Clock::now();
     // Every layer's Backward runs, with propagate_down saying which bottoms need a gradient
-    // (as Caffe's tool does; param gradients are computed regardless).
-    for (int i = n - 1; i >= 0; --i) {
+    // (as Caffe's tool does; param gradients are computed regardless); a group's as the net
+    // runs it.
+    for (int i = n - 1; i >= 0; i = step_of[i] - 1) {
       const Clock::time_point start = Clock::now();
-      layers[i]->Backward(top_vecs[i], bottom_need_backward[i], bottom_vecs[i]);
+      if (step_of[i] != i)
+        net->BackwardFromTo(i, step_of[i]);
+      else
+        layers[i]->Backward(top_vecs[i], bottom_need_backward[i], bottom_vecs[i]);
       sync.Wait();
-      backward_ms[i] += MsSince(start);
+      backward_ms[step_of[i]] += MsSince(start);
     }
     backward_total += MsSince(backward_start);
     LOG(INFO) << "Iteration: " << j + 1 << " forward-backward time: " << MsSince(iter_start)
@@ -166,16 +189,45 @@ int RunTime(const std::vector<std::string>& args) {
   const double total = MsSince(total_start);
   const double iters = FLAGS_iterations;
 
-  size_t width = 10;
-  for (int i = 0; i < n; ++i) width = std::max(width, net->layer_names()[i].size());
-  const int w = static_cast<int>(width);
+  size_t width = 10, type_width = 16;
+  for (int i = 0; i < n; ++i) {
+    width = std::max(width, net->layer_names()[i].size());
+    type_width = std::max(type_width, step_type[i].size());
+  }
+  const int w = static_cast<int>(width), tw = static_cast<int>(type_width);
   std::printf("Average time per layer over %d iterations (%s, %s, %d threads):\n", FLAGS_iterations,
               train ? "TRAIN" : "TEST", device.ToString().c_str(), CpuThreads());
-  std::printf("  %-*s  %-16s  %12s  %12s\n", w, "layer", "type", "forward ms", "backward ms");
+  std::printf("  %-*s  %-*s  %12s  %12s\n", w, "layer", tw, "type", "forward ms", "backward ms");
   for (int i = 0; i < n; ++i) {
-    std::printf("  %-*s  %-16s  %12.5f  %12.5f\n", w, net->layer_names()[i].c_str(),
-                layers[i]->type(), forward_ms[i] / iters, backward_ms[i] / iters);
+    if (step_of[i] != i) {
+      std::printf("  %-*s  %-*s  %12s  %12s\n", w, net->layer_names()[i].c_str(), tw,
+                  layers[i]->type(), "(with", (net->layer_names()[step_of[i]] + ")").c_str());
+      continue;
+    }
+    std::printf("  %-*s  %-*s  %12.5f  %12.5f\n", w, net->layer_names()[i].c_str(), tw,
+                step_type[i].c_str(), forward_ms[i] / iters, backward_ms[i] / iters);
   }
+  // The same times summed per layer type (a BatchNorm group under its joined types), largest
+  // first: where an iteration goes.
+  std::map<std::string, std::pair<double, double>> by_type;
+  double layers_total = 0;
+  for (int i = 0; i < n; ++i) {
+    if (step_of[i] != i) continue;
+    by_type[step_type[i]].first += forward_ms[i] / iters;
+    by_type[step_type[i]].second += backward_ms[i] / iters;
+    layers_total += (forward_ms[i] + backward_ms[i]) / iters;
+  }
+  std::vector<std::pair<std::string, std::pair<double, double>>> types(by_type.begin(),
+                                                                       by_type.end());
+  std::sort(types.begin(), types.end(), [](const auto& a, const auto& b) {
+    return a.second.first + a.second.second > b.second.first + b.second.second;
+  });
+  std::printf("Time per layer type:\n  %-*s  %12s  %12s  %12s  %7s\n", tw, "type", "forward ms",
+              "backward ms", "total ms", "share");
+  for (const auto& [type, ms] : types)
+    std::printf("  %-*s  %12.5f  %12.5f  %12.5f  %6.1f%%\n", tw, type.c_str(), ms.first, ms.second,
+                ms.first + ms.second,
+                layers_total > 0 ? 100 * (ms.first + ms.second) / layers_total : 0.0);
   std::printf("Average Forward pass: %.5f ms.\n", forward_total / iters);
   if (train) {
     std::printf("Average Backward pass: %.5f ms.\n", backward_total / iters);

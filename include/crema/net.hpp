@@ -39,6 +39,9 @@ enum class MemoryPlan {
 // The default of NetOptions::fuse_relu for nets built afterwards (process-wide).
 void SetFuseReLUDefault(bool fuse);
 bool FuseReLUDefault();
+// The default of NetOptions::fuse_batch_norm for nets built afterwards (process-wide).
+void SetFuseBatchNormDefault(bool fuse);
+bool FuseBatchNormDefault();
 
 struct NetOptions {
   Device device;
@@ -69,6 +72,13 @@ struct NetOptions {
   // ForwardFromTo (the producer applies it only when the ReLU is in the range run). The default
   // is true, or what SetFuseReLUDefault set (the CLI's --fuse-relu).
   bool fuse_relu = FuseReLUDefault();
+  // BatchNorm groups (src/net/README.md): a BatchNorm followed by an in-place per-channel Scale of
+  // its top (and the ReLU fused into that Scale). The Scale reads the BatchNorm's kept output
+  // instead of copying its input (one activation less per group); on the GPU, where the whole
+  // group is in the pass run, the three run as one pass forward and two backward. Every blob,
+  // gradient and parameter gradient is the same as unfused. The default is true, or what
+  // SetFuseBatchNormDefault set (the CLI's --fuse-batch-norm).
+  bool fuse_batch_norm = FuseBatchNormDefault();
 };
 
 // The outcome of copying weights into a net: the layers (with params) copied, and the layers
@@ -128,6 +138,11 @@ class Net {
   bool fuse_relu() const { return fuse_relu_; }
   // Per layer: for a fused ReLU, the index of the layer that applies it, else -1.
   const std::vector<int>& relu_fused_into() const { return relu_fused_into_; }
+  // Forms BatchNorm groups or undoes it (NetOptions::fuse_batch_norm).
+  void SetFuseBatchNorm(bool fuse);
+  bool fuse_batch_norm() const { return fuse_batch_norm_; }
+  // Per layer: for the Scale and ReLU of a BatchNorm group, the BatchNorm's index, else -1.
+  const std::vector<int>& fused_into_batch_norm() const { return fused_into_batch_norm_; }
 
   void ClearParamDiffs();
   // data -= diff for every learnable parameter that owns its memory.
@@ -223,8 +238,14 @@ class Net {
   void PlanFold();
   // Builds the folded convolutions from the current weights.
   void ApplyFold();
-  // Finds the ReLUs to fuse into their producers (after PlanFold: folded layers are skipped).
+  // Finds the ReLUs to fuse into their producers (after PlanFold: folded layers are skipped),
+  // then the BatchNorm groups.
   void PlanFuseReLU();
+  // Finds the BatchNorm groups (after PlanFuseReLU: a group takes the ReLU fused into its Scale).
+  void PlanBatchNormGroups();
+  // When layer i is the last of a GPU BatchNorm group whose Forward ran fused and the whole group
+  // is in [end, start] with consistent backward needs: the group's BatchNorm, else -1.
+  int FusedBackwardGroup(int i, int start, int end) const;
   // The only layer reading the value layer `producer` writes into blob `blob`, else -1.
   int SoleReader(int producer, int blob) const;
   std::string LayerLocation(int layer_param_index, const std::string& field) const;
@@ -292,6 +313,12 @@ class Net {
   std::vector<int> relu_fused_into_;
   // Per layer: the fused ReLU it applies to its top (index), else -1.
   std::vector<int> fused_relu_of_;
+  bool fuse_batch_norm_ = true;
+  // Per BatchNorm layer: the Scale of its group, else -1.
+  std::vector<int> group_scale_of_;
+  std::vector<int> fused_into_batch_norm_;
+  // Per layer: its Backward already ran inside its group's (BackwardFromTo's bookkeeping).
+  std::vector<char> backward_done_;
   // Scratch shared by the layers (layers run one at a time).
   std::shared_ptr<Workspace> workspace_;
 };

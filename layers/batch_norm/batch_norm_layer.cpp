@@ -84,11 +84,11 @@ void BatchNormLayer::Reshape(const BlobVec& bottom, const BlobVec& top) {
   num_ = in.shape(0);
   spatial_dim_ = num_ * channels_ > 0 ? in.count() / (static_cast<int64_t>(num_) * channels_) : 0;
   if (top[0] != bottom[0]) top[0]->ReshapeLike(in);
-  // Global statistics: Backward does not read y, so none is kept.
-  if (use_global_stats_)
-    x_norm_.Reshape(std::vector<int>{0});
-  else
+  // Global statistics: Backward does not read y, so none is kept unless a Scale reads it.
+  if (keeps_x_norm())
     x_norm_.ReshapeLike(in);
+  else
+    x_norm_.Reshape(std::vector<int>{0});
   std_.assign(channels_, 1.0);
 }
 
@@ -130,7 +130,11 @@ void BatchNormLayer::ForwardT(const Blob& bottom, Blob* top) {
     }
   }
   for (int c = 0; c < channels_; ++c) std_[c] = std::sqrt(var[c] + eps_);
-  T* x_norm = use_global_stats_ ? nullptr : x_norm_.mutable_cpu_data<T>();
+  T* x_norm = nullptr;
+  if (keeps_x_norm()) {
+    x_norm_.ReshapeLike(bottom);
+    x_norm = x_norm_.mutable_cpu_data<T>();
+  }
   cpu::ForEachChannelPlane(num_, channels_, spatial_dim_, [&](int64_t c, int64_t offset) {
     const T mu = static_cast<T>(mean[c]);
     const T inv_std = static_cast<T>(1 / std_[c]);
@@ -180,7 +184,15 @@ void BatchNormLayer::BackwardT(const Blob& top, Blob* bottom) {
   });
 }
 
+void BatchNormLayer::set_fused_scale(ScaleLayer* scale, bool relu, float negative_slope) {
+  fused_scale_ = scale;
+  scale_relu_ = scale != nullptr && relu;
+  scale_relu_slope_ = negative_slope;
+}
+
 void BatchNormLayer::ForwardCpu(const BlobVec& bottom, const BlobVec& top) {
+  // The CPU has no fused pass: the net runs the Scale (reading x_norm_) and the ReLU itself.
+  ran_fused_ = nullptr;
   CREMA_DISPATCH_FLOAT(dtype(), T, ForwardT<T>(*bottom[0], top[0]));
 }
 

@@ -5,6 +5,8 @@
 
 namespace crema {
 
+class ScaleLayer;
+
 // Batch normalisation without the affine part (follow it with Scale, bias_term: true), as Caffe.
 // Bottom (N, C, ...) (a 1-D bottom is one channel); top the same shape. Per channel c, over the
 // M = N * spatial values of that channel:
@@ -21,6 +23,11 @@ namespace crema {
 // get no diff, param_propagate_down is false, and like Caffe the layer appends param specs with
 // lr_mult 0 (a given spec with a non-zero lr_mult is an error). In-place safe.
 // Params: batch_norm_param { use_global_stats, moving_average_fraction (0.999), eps (1e-5) }.
+// Fused with the Scale (and ReLU) after it (the net's BatchNorm groups, src/net/README.md): the
+// normalised value y is kept in x_norm(), which that in-place Scale reads as its input instead of
+// copying it; on the GPU one pass computes ReLU(y * scale + bias) and BackwardFused the gradients
+// of all three layers in two passes, with the same operations as the layers one by one.
+// GPU statistics are per-channel sums in double (math/channel_gpu.cuh: one pass, fixed order).
 class BatchNormLayer final : public Layer {
  public:
   using Layer::Layer;
@@ -32,6 +39,25 @@ class BatchNormLayer final : public Layer {
   int ExactNumTopBlobs() const override { return 1; }
   bool AllowsInPlace() const override { return true; }
   bool use_global_stats() const { return use_global_stats_; }
+
+  // The normalised output y of the last Forward (kept when Backward needs it or keep_x_norm).
+  const Blob& x_norm() const { return x_norm_; }
+  // Keeps y also with global statistics (a Scale reads it as its input; the net sets this).
+  void set_keep_x_norm(bool keep) { keep_x_norm_ = keep; }
+  // Whether Forward keeps y in x_norm(): when Backward needs it or keep_x_norm, not forward-only.
+  bool keeps_x_norm() const { return !forward_only() && (!use_global_stats_ || keep_x_norm_); }
+  // The Scale (and ReLU, when relu) that the next GPU Forward computes with this layer, in place
+  // on this layer's top; null: this layer alone. Set by the net before each Forward.
+  void set_fused_scale(ScaleLayer* scale, bool relu, float negative_slope);
+  // After a GPU Forward fused with `scale` (and its ReLU): the gradients of the three layers
+  // from the top's diff, as their Backwards in turn: the ReLU's (when fused in that Forward), the
+  // Scale's parameter diffs it asks for, and bottom diff when propagate_down.
+  void BackwardFused(const BlobVec& top, bool propagate_down, const BlobVec& bottom);
+  // Whether the last Forward ran fused with a Scale (and with its ReLU); the net forgets it when
+  // the Scale runs again on its own.
+  bool ran_fused() const { return ran_fused_ != nullptr; }
+  void ForgetFusedForward() { ran_fused_ = nullptr; }
+  bool ran_fused_relu() const { return ran_fused_ != nullptr && ran_fused_relu_; }
 
  protected:
   void ForwardCpu(const BlobVec& bottom, const BlobVec& top) override;
@@ -52,9 +78,17 @@ class BatchNormLayer final : public Layer {
   int64_t spatial_dim_ = 0;
   // Per channel, from the last Forward: sqrt(var + eps).
   std::vector<double> std_;
-  // y, kept for Backward with batch statistics (a later in-place layer may overwrite the top);
-  // empty with global statistics, whose Backward does not read it.
+  // y, kept for Backward with batch statistics (a later in-place layer may overwrite the top)
+  // and for a Scale that reads it (keep_x_norm_); else empty.
   Blob x_norm_;
+  bool keep_x_norm_ = false;
+  ScaleLayer* fused_scale_ = nullptr;
+  bool scale_relu_ = false;
+  float scale_relu_slope_ = 0;
+  // The Scale and ReLU the last Forward ran fused with (null: none).
+  ScaleLayer* ran_fused_ = nullptr;
+  bool ran_fused_relu_ = false;
+  float ran_fused_slope_ = 0;
   // GPU: per channel, in double: mean, 1 / sqrt(var + eps), mean(dy), mean(dy * y).
   Blob stats_gpu_{DataType::kFloat64};
 

@@ -10,6 +10,7 @@
 #include <string>
 #include <vector>
 
+#include "core/cuda_context.hpp"
 #include "core/rng.hpp"
 #include "crema/layer_registry.hpp"
 #include "layers/convolution/depthwise_conv.hpp"
@@ -303,11 +304,12 @@ struct ConvRun {
 
 // Forward and backward of one layer; the same seeds give the same weights and data either way.
 ConvRun RunConv(const std::string& body, const std::vector<int>& shape, DataType dtype,
-                bool depthwise) {
+                bool depthwise, const Device& device = Device::Cpu()) {
   DepthwiseSwitch guard(depthwise);
   LayerParameter param = ParseLayerParam("type: 'Convolution' " + Conv(body));
   ConvolutionLayer layer(param);
   layer.set_dtype(dtype);
+  layer.set_device(device);
   Blob bottom(shape, dtype), top(dtype);
   FillUniform(&bottom, -1, 1);
   SetRandomSeed(1701);  // the same filled weights in both runs
@@ -374,6 +376,45 @@ TEST(ConvolutionDepthwise, FastPathMatchesIm2colGemm) {
       ExpectAllNear(fast.bias_diff, generic.bias_diff, tolerance, "bias diff");
       // The runs differ from an unrelated one: the comparison can fail.
       EXPECT_GT(std::abs(fast.top[0] - fast.top[1]) + std::abs(fast.weight_diff[0]), 0.0);
+    }
+  }
+}
+
+// On the GPU, depthwise geometries run crema's direct kernels (always in deterministic mode) or
+// cuDNN's grouped convolution (the switch off), or whichever is faster per direction (timed on
+// first use, without disturbing the accumulated weight gradient): all three match the CPU.
+TEST(ConvolutionDepthwise, GpuDirectKernelsAndCudnnMatchTheCpu) {
+  if (CudaDeviceCount() == 0) GTEST_SKIP() << "no CUDA device";
+  const std::vector<std::pair<std::string, std::vector<int>>> cases = {
+      {"num_output: 8 kernel_size: 3 group: 8 pad: 1", {2, 8, 9, 7}},
+      {"num_output: 5 kernel_size: 3 group: 5 stride: 2 pad: 1", {3, 5, 8, 9}},
+      {"num_output: 4 kernel_size: 3 group: 4 dilation: 2 pad: 2 stride: 2", {2, 4, 10, 11}},
+      {"num_output: 3 kernel_h: 5 kernel_w: 3 group: 3 stride_h: 3 stride_w: 1 pad_h: 2 "
+       "pad_w: 0 bias_term: false",
+       {2, 3, 9, 6}},
+      {"num_output: 12 kernel_size: 3 group: 4 pad: 1 stride: 2", {2, 4, 7, 7}},
+      {"num_output: 32 kernel_size: 3 group: 32 pad: 1", {4, 32, 28, 28}},
+  };
+  for (const auto& [body, shape] : cases) {
+    SCOPED_TRACE(body);
+    for (DataType dtype : {DataType::kFloat64, DataType::kFloat32}) {
+      SCOPED_TRACE(DataTypeName(dtype));
+      const double tolerance = dtype == DataType::kFloat64 ? 1e-12 : 2e-5;
+      const ConvRun cpu = RunConv(body, shape, dtype, true);
+      gpu::SetDeterministic(true);
+      const ConvRun direct = RunConv(body, shape, dtype, true, Device::Cuda(0));
+      gpu::SetDeterministic(false);
+      const ConvRun cudnn = RunConv(body, shape, dtype, false, Device::Cuda(0));
+      const ConvRun timed = RunConv(body, shape, dtype, true, Device::Cuda(0));
+      for (const auto& [name, run] : {std::pair<const char*, const ConvRun*>{"direct", &direct},
+                                      {"cuDNN", &cudnn},
+                                      {"timed", &timed}}) {
+        SCOPED_TRACE(name);
+        ExpectAllNear(run->top, cpu.top, tolerance, "top");
+        ExpectAllNear(run->bottom_diff, cpu.bottom_diff, tolerance, "bottom diff");
+        ExpectAllNear(run->weight_diff, cpu.weight_diff, tolerance, "weight diff");
+        ExpectAllNear(run->bias_diff, cpu.bias_diff, tolerance, "bias diff");
+      }
     }
   }
 }

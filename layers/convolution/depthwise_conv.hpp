@@ -45,4 +45,22 @@ template <typename T>
 void DepthwiseConvBackwardParams(const DepthwiseShape& s, const T* top_diff, const T* bottom,
                                  T* weight_diff, T* bias_diff);
 
+#ifdef CREMA_WITH_CUDA
+// The GPU twins (depthwise_conv_gpu.cu), on the device's stream. Whether a shape's blobs fit their
+// 32-bit index math (else cuDNN runs it):
+bool DepthwiseConvFitsGpu(const DepthwiseShape& s);
+// top = conv(bottom) (+ bias when not null), then Caffe's ReLU when relu; overwritten.
+template <typename T>
+void DepthwiseConvForwardGpu(const DepthwiseShape& s, const T* bottom, const T* weight,
+                             const T* bias, T* top, bool relu, T negative_slope);
+// bottom_diff = conv^T(top_diff), overwritten.
+template <typename T>
+void DepthwiseConvBackwardDataGpu(const DepthwiseShape& s, const T* top_diff, const T* weight,
+                                  T* bottom_diff);
+// weight_diff += correlation of top_diff with bottom (summed in double in a fixed order).
+template <typename T>
+void DepthwiseConvBackwardWeightGpu(const DepthwiseShape& s, const T* top_diff, const T* bottom,
+                                    T* weight_diff);
+#endif
+
 }  // namespace crema

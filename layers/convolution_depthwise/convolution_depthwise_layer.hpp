@@ -8,38 +8,22 @@
 //   DepthwiseConvolution (the DepthwiseConvolution fork, a Convolution subclass with its own GPU
 //     kernel): exactly Convolution's parameters; prototxts set group = num_output = C.
 // Params: convolution_param, as Convolution. Not in-place.
-// GPU: 2-D depthwise geometries (group == C, num_output a multiple of C) run direct kernels, the
-// GPU twins of depthwise_conv.hpp (the weight diff a fixed-order block reduction per weight, so
-// deterministic); other geometries run Convolution's GPU path (cuDNN).
+// GPU: Convolution's GPU path, where 2-D depthwise geometries (group == C, num_output a multiple
+// of C) run crema's direct kernels or cuDNN, whichever is faster per direction.
 #include "layers/convolution/convolution_layer.hpp"
 
 namespace crema {
 
-struct DepthwiseShape;
-
-class DepthwiseConvolutionBase : public ConvolutionLayer {
+class ConvolutionDepthwiseLayer final : public ConvolutionLayer {
  public:
   using ConvolutionLayer::ConvolutionLayer;
-
- private:
-#ifdef CREMA_WITH_CUDA
-  // Fills *shape and returns true when the direct depthwise kernels apply.
-  bool DirectShape(DepthwiseShape* shape) const;
-#endif
-
-  CREMA_LAYER_GPU_KERNELS;
-};
-
-class ConvolutionDepthwiseLayer final : public DepthwiseConvolutionBase {
- public:
-  using DepthwiseConvolutionBase::DepthwiseConvolutionBase;
   const char* type() const override { return "ConvolutionDepthwise"; }
   void LayerSetUp(const BlobVec& bottom, const BlobVec& top) override;
 };
 
-class DepthwiseConvolutionLayer final : public DepthwiseConvolutionBase {
+class DepthwiseConvolutionLayer final : public ConvolutionLayer {
  public:
-  using DepthwiseConvolutionBase::DepthwiseConvolutionBase;
+  using ConvolutionLayer::ConvolutionLayer;
   const char* type() const override { return "DepthwiseConvolution"; }
 };
 

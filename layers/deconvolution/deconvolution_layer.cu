@@ -28,12 +28,6 @@ CudnnConvGeometry Geometry(const Blob& bottom, const Blob& top, const Blob& weig
   return g;
 }
 
-// y[n, k, s] += b[k]; `index` runs over (N, K, spatial).
-template <typename T>
-__global__ void AddBias(int64_t n, const T* bias, int64_t channels, int64_t spatial, T* y) {
-  CREMA_CUDA_KERNEL_LOOP(index, n) { y[index] += bias[(index / spatial) % channels]; }
-}
-
 }  // namespace
 
 void DeconvolutionLayer::ForwardGpu(const BlobVec& bottom, const BlobVec& top) {
@@ -51,12 +45,9 @@ void DeconvolutionLayer::ForwardGpu(const BlobVec& bottom, const BlobVec& top) {
       cudnn_->Prepare(Geometry(*bottom[i], *top[i], *blobs_[0], pad_, stride_, dilation_, group_));
       T* top_data = top[i]->mutable_gpu_data<T>();
       cudnn_->BackwardData(bottom[i]->gpu_data<T>(), weight, top_data);
-      const int64_t n = top[i]->count();
-      if (bias_term_ && n > 0) {
-        AddBias<T><<<gpu::Blocks(n), gpu::kThreads, 0, gpu::Stream()>>>(
-            n, blobs_[1]->gpu_data<T>(), num_output_, out_spatial_dim_, top_data);
-        gpu::CheckLaunch("Deconvolution bias");
-      }
+      if (bias_term_)
+        gpu::AddChannelBias<T>(num_, num_output_, out_spatial_dim_, blobs_[1]->gpu_data<T>(), false,
+                               T(0), top_data);
     }
   });
 }
@@ -80,11 +71,10 @@ void DeconvolutionLayer::BackwardGpu(const BlobVec& top, const std::vector<bool>
       cudnn_->Prepare(Geometry(*bottom[i], *top[i], *blobs_[0], pad_, stride_, dilation_, group_));
       // The weight gradient accumulates (beta = 1 in CudnnConvolution::BackwardFilter).
       if (weight_down)
-        cudnn_->BackwardFilter(top_diff, bottom[i]->gpu_data<T>(), blobs_[0]->mutable_gpu_diff<T>(),
-                               nullptr);
+        cudnn_->BackwardFilter(top_diff, bottom[i]->gpu_data<T>(),
+                               blobs_[0]->mutable_gpu_diff<T>());
       if (propagate_down[i])
-        cudnn_->Forward(top_diff, blobs_[0]->gpu_data<T>(), nullptr,
-                        bottom[i]->mutable_gpu_diff<T>());
+        cudnn_->Forward(top_diff, blobs_[0]->gpu_data<T>(), bottom[i]->mutable_gpu_diff<T>());
     }
   });
 }

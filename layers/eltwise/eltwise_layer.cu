@@ -1,5 +1,5 @@
 #include "layers/eltwise/eltwise_layer.hpp"
-#include "math/math_gpu.hpp"
+#include "math/channel_gpu.cuh"
 
 namespace crema {
 namespace {
@@ -20,6 +20,24 @@ __global__ void MaxForward(int64_t n, const T* a, const T* b, int index, T* y, T
   }
 }
 
+// y = (i == 0 ? 0 : y) + coeff * x, then Caffe's ReLU when relu (the last bottom of a fused SUM).
+template <typename T>
+__global__ void SumStep(int64_t n, const T* x, T coeff, bool first, bool relu, T slope, T* y) {
+  CREMA_CUDA_KERNEL_LOOP(j, n) {
+    const T sum = (first ? T(0) : y[j]) + coeff * x[j];
+    y[j] = relu ? gpu::ReLUForwardValue(sum, slope) : sum;
+  }
+}
+
+// Two bottoms with coefficients 1 (ResNet's shortcut) in one pass: (0 + a) + b, as the CPU.
+template <typename T>
+__global__ void SumOfTwo(int64_t n, const T* a, const T* b, bool relu, T slope, T* y) {
+  CREMA_CUDA_KERNEL_LOOP(j, n) {
+    const T sum = (T(0) + a[j]) + b[j];
+    y[j] = relu ? gpu::ReLUForwardValue(sum, slope) : sum;
+  }
+}
+
 template <typename T>
 __global__ void MaxBackward(int64_t n, const T* dy, const T* mask, int index, T* dx) {
   CREMA_CUDA_KERNEL_LOOP(j, n) { dx[j] = static_cast<int>(mask[j]) == index ? dy[j] : T(0); }
@@ -37,11 +55,22 @@ void EltwiseLayer::ForwardGpu(const BlobVec& bottom, const BlobVec& top) {
         for (size_t i = 2; i < bottom.size(); ++i)
           gpu::Mul<T>(count, top_data, bottom[i]->gpu_data<T>(), top_data);
         break;
-      case EltwiseParameter::SUM:
-        gpu::Set<T>(count, T(0), top_data);
-        for (size_t i = 0; i < bottom.size(); ++i)
-          gpu::Axpy<T>(count, static_cast<T>(coeffs_[i]), bottom[i]->gpu_data<T>(), top_data);
+      case EltwiseParameter::SUM: {
+        if (count == 0) break;
+        const T slope = static_cast<T>(fused_relu_slope());
+        if (bottom.size() == 2 && coeffs_[0] == 1.0 && coeffs_[1] == 1.0) {
+          SumOfTwo<T><<<gpu::Blocks(count), gpu::kThreads, 0, gpu::Stream()>>>(
+              count, bottom[0]->gpu_data<T>(), bottom[1]->gpu_data<T>(), fused_relu(), slope,
+              top_data);
+        } else {
+          for (size_t i = 0; i < bottom.size(); ++i)
+            SumStep<T><<<gpu::Blocks(count), gpu::kThreads, 0, gpu::Stream()>>>(
+                count, bottom[i]->gpu_data<T>(), static_cast<T>(coeffs_[i]), i == 0,
+                fused_relu() && i + 1 == bottom.size(), slope, top_data);
+        }
+        gpu::CheckLaunch("Eltwise SUM forward");
         break;
+      }
       case EltwiseParameter::MAX: {
         max_idx_gpu_.set_dtype(top[0]->dtype());
         max_idx_gpu_.ReshapeLike(*top[0]);
@@ -56,6 +85,9 @@ void EltwiseLayer::ForwardGpu(const BlobVec& bottom, const BlobVec& top) {
         break;
       }
     }
+    // A fused ReLU: in the SUM pass; after the others.
+    if (fused_relu() && op_ != EltwiseParameter::SUM)
+      gpu::ReLUInPlace<T>(count, static_cast<T>(fused_relu_slope()), top_data);
   });
 }
 

@@ -6,23 +6,23 @@ namespace {
 
 using gpu::Trans;
 
-// The same products as the CPU code, by cuBLAS.
+// The same products as the CPU code, by cuBLAS; the bias (and a fused ReLU) in one pass after.
 template <typename T>
-void IpForward(const T* bottom, const T* weight, const T* bias, const T* ones, T* top, int m, int n,
-             int k, bool transpose) {
+void IpForward(const T* bottom, const T* weight, const T* bias, T* top, int m, int n, int k,
+               bool transpose, bool relu, T slope) {
   gpu::Gemm<T>(Trans::kNo, transpose ? Trans::kNo : Trans::kYes, m, n, k, T(1), bottom, weight,
                T(0), top);
-  if (bias != nullptr) gpu::Gemm<T>(Trans::kNo, Trans::kNo, m, n, 1, T(1), ones, bias, T(1), top);
+  gpu::AddChannelBias<T>(m, n, 1, bias, relu, slope, top);
 }
 
 }  // namespace
 
 void InnerProductLayer::ForwardGpu(const BlobVec& bottom, const BlobVec& top) {
-  CREMA_DISPATCH_FLOAT(dtype(), T,
-                       IpForward<T>(bottom[0]->gpu_data<T>(), blobs_[0]->gpu_data<T>(),
-                                    bias_term_ ? blobs_[1]->gpu_data<T>() : nullptr,
-                                    bias_term_ ? bias_multiplier_.gpu_data<T>() : nullptr,
-                                    top[0]->mutable_gpu_data<T>(), M_, N_, K_, transpose_));
+  CREMA_DISPATCH_FLOAT(
+      dtype(), T,
+      IpForward<T>(bottom[0]->gpu_data<T>(), blobs_[0]->gpu_data<T>(),
+                   bias_term_ ? blobs_[1]->gpu_data<T>() : nullptr, top[0]->mutable_gpu_data<T>(),
+                   M_, N_, K_, transpose_, fused_relu(), static_cast<T>(fused_relu_slope())));
 }
 
 void InnerProductLayer::BackwardGpu(const BlobVec& top, const std::vector<bool>& propagate_down,

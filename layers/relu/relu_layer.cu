@@ -1,18 +1,18 @@
 #include "layers/relu/relu_layer.hpp"
-#include "math/math_gpu.hpp"
+#include "math/channel_gpu.cuh"
 
 namespace crema {
 namespace {
 
 template <typename T>
 __global__ void ReLUForward(int64_t n, const T* x, T* y, T negative_slope) {
-  CREMA_CUDA_KERNEL_LOOP(i, n) { y[i] = x[i] > 0 ? x[i] : x[i] * negative_slope; }
+  CREMA_CUDA_KERNEL_LOOP(i, n) { y[i] = gpu::ReLUForwardValue(x[i], negative_slope); }
 }
 
 // In place, x is y, which has the sign of x (for a slope >= 0, as in Caffe).
 template <typename T>
 __global__ void ReLUBackward(int64_t n, const T* x, const T* dy, T* dx, T negative_slope) {
-  CREMA_CUDA_KERNEL_LOOP(i, n) { dx[i] = dy[i] * (x[i] > 0 ? T(1) : negative_slope); }
+  CREMA_CUDA_KERNEL_LOOP(i, n) { dx[i] = gpu::ReLUBackwardValue(dy[i], x[i], negative_slope); }
 }
 
 }  // namespace

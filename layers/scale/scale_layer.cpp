@@ -65,6 +65,7 @@ void ScaleLayer::LayerSetUp(const BlobVec& bottom, const BlobVec& top) {
                      "scale_param.bias_filler");
   }
   bias_param_id_ = bias_term_ ? static_cast<int>(blobs_.size()) - 1 : -1;
+  learned_scale_ = bottom.size() == 1;
   param_propagate_down_.assign(blobs_.size(), true);
   bottom_copy_.set_dtype(dtype());
 }
@@ -93,6 +94,7 @@ void ScaleLayer::Reshape(const BlobVec& bottom, const BlobVec& top) {
   const int axis =
       BroadcastAxis(*bottom[0], scale, bottom.size() > 1 ? "bottom[1]" : "the learned scale");
   if (bottom.size() > 1) CREMA_CHECK_SHAPE(top[0] != bottom[1], "top may not be bottom[1]");
+  axis_ = axis;
   outer_dim_ = bottom[0]->count(0, axis);
   scale_dim_ = scale.count();
   inner_dim_ = bottom[0]->count(axis + scale.num_axes());
@@ -109,11 +111,23 @@ void ScaleLayer::Reshape(const BlobVec& bottom, const BlobVec& top) {
     top[0]->ReshapeLike(*bottom[0]);
 }
 
+bool ScaleLayer::IsPerChannel() const {
+  const bool bias_aligned =
+      !bias_term_ ||
+      (bias_outer_dim_ == outer_dim_ && bias_dim_ == scale_dim_ && bias_inner_dim_ == inner_dim_);
+  return learned_scale_ && axis_ == 1 && blobs_[0]->num_axes() == 1 && bias_aligned;
+}
+
+const Blob* ScaleLayer::BottomValue(const BlobVec& bottom, const BlobVec& top) const {
+  if (kept_bottom_ != nullptr) return kept_bottom_;
+  return top[0] == bottom[0] ? &bottom_copy_ : bottom[0];
+}
+
 template <typename T>
 void ScaleLayer::ForwardT(const BlobVec& bottom, const BlobVec& top) {
   const T* scale = (bottom.size() > 1 ? bottom[1] : blobs_[0].get())->cpu_data<T>();
   const T* bottom_data = bottom[0]->cpu_data<T>();
-  if (top[0] == bottom[0] && !forward_only()) {
+  if (top[0] == bottom[0] && !forward_only() && kept_bottom_ == nullptr) {
     T* copy = bottom_copy_.mutable_cpu_data<T>();
     cpu::ForEachChannelPlane(outer_dim_, scale_dim_, inner_dim_, [&](int64_t, int64_t offset) {
       std::copy(bottom_data + offset, bottom_data + offset + inner_dim_, copy + offset);
@@ -165,8 +179,7 @@ void ScaleLayer::BackwardT(const BlobVec& top, const std::vector<bool>& propagat
   }
   const bool learned = bottom.size() == 1;
   if (learned ? param_propagate_down(0) : propagate_down[1]) {
-    const T* bottom_data =
-        (top[0] == bottom[0] ? &bottom_copy_ : static_cast<const Blob*>(bottom[0]))->cpu_data<T>();
+    const T* bottom_data = BottomValue(bottom, top)->cpu_data<T>();
     T* scale_diff = (learned ? blobs_[0].get() : bottom[1])->mutable_cpu_diff<T>();
     std::vector<T> sums(scale_dim_);
     cpu::ChannelSums<T>(

@@ -25,6 +25,18 @@ class ScaleLayer final : public Layer {
   void LayerSetUp(const BlobVec& bottom, const BlobVec& top) override;
   void Reshape(const BlobVec& bottom, const BlobVec& top) override;
 
+  // Set by the net when the BatchNorm right before this in-place Scale keeps this layer's input
+  // itself (its normalised output, BatchNormLayer::x_norm()): Forward then copies nothing and
+  // Backward reads `bottom_value` as the bottom's value. Null (the default): the layer keeps its
+  // own copy in place.
+  void set_bottom_kept_by(const Blob* bottom_value) { kept_bottom_ = bottom_value; }
+  // Whether this is one scale (and a bias lined up with it) per channel of axis 1, with one
+  // bottom: what a BatchNorm can compute fused with it.
+  bool IsPerChannel() const;
+  // The learned bias (null without bias_term) and whether Backward computes its diff.
+  Blob* bias_blob() const { return bias_term_ ? blobs_[bias_param_id_].get() : nullptr; }
+  bool bias_diff_wanted() const { return bias_term_ && param_propagate_down(bias_param_id_); }
+
   int MinBottomBlobs() const override { return 1; }
   int MaxBottomBlobs() const override { return 2; }
   int ExactNumTopBlobs() const override { return 1; }
@@ -40,6 +52,8 @@ class ScaleLayer final : public Layer {
   int BroadcastAxis(const Blob& bottom, const Blob& blob, const char* what);
   // A learned blob of bottom[0].shape[axis, axis + num_axes) filled by `filler`.
   void AddLearnedBlob(const Blob& bottom, const FillerParameter& filler, const char* filler_field);
+  // The value of bottom[0] as Forward saw it, for the gradient of the scale.
+  const Blob* BottomValue(const BlobVec& bottom, const BlobVec& top) const;
   template <typename T>
   void ForwardT(const BlobVec& bottom, const BlobVec& top);
   template <typename T>
@@ -50,8 +64,12 @@ class ScaleLayer final : public Layer {
   int bias_param_id_ = -1;
   int64_t outer_dim_ = 0, scale_dim_ = 0, inner_dim_ = 0;
   int64_t bias_outer_dim_ = 0, bias_dim_ = 0, bias_inner_dim_ = 0;
-  // In place: a copy of bottom[0] for the gradient of the scale (none when forward_only()).
+  // In place: a copy of bottom[0] for the gradient of the scale (none when forward_only() or
+  // kept_bottom_ is set).
   Blob bottom_copy_;
+  const Blob* kept_bottom_ = nullptr;
+  int axis_ = 1;
+  bool learned_scale_ = true;
 
   CREMA_LAYER_GPU_KERNELS;
 };

@@ -1,4 +1,12 @@
+#include <map>
+#include <memory>
+#include <mutex>
+#include <utility>
+#include <vector>
+
+#include "crema/blob.hpp"
 #include "crema/error.hpp"
+#include "math/channel_gpu.cuh"
 #include "math/math_gpu.hpp"
 
 namespace crema::gpu {
@@ -38,46 +46,23 @@ __global__ void AxpbyKernel(int64_t n, T alpha, const T* x, T beta, T* y) {
   CREMA_CUDA_KERNEL_LOOP(i, n) { y[i] = alpha * x[i] + beta * y[i]; }
 }
 
-template <typename T>
-__device__ double ReduceTerm(const T* a, const T* b, int64_t k) {
-  return b != nullptr ? static_cast<double>(a[k]) * b[k] : static_cast<double>(a[k]);
-}
-
-template <typename T>
-__global__ void ReduceByThread(int64_t outer, int64_t dim, int64_t inner, const T* a, const T* b,
-                               bool accumulate, T* out) {
-  CREMA_CUDA_KERNEL_LOOP(d, dim) {
-    double sum = 0;
-    for (int64_t o = 0; o < outer; ++o)
-      for (int64_t i = 0; i < inner; ++i) sum += ReduceTerm(a, b, (o * dim + d) * inner + i);
-    out[d] = accumulate ? out[d] + static_cast<T>(sum) : static_cast<T>(sum);
-  }
-}
-
-template <typename T>
-__global__ void ReduceByBlock(int64_t outer, int64_t dim, int64_t inner, const T* a, const T* b,
-                              bool accumulate, T* out) {
-  __shared__ double shared[kThreads];
-  const int64_t m = outer * inner;
-  for (int64_t d = blockIdx.x; d < dim; d += gridDim.x) {
-    double sum = 0;
-    for (int64_t j = threadIdx.x; j < m; j += blockDim.x)
-      sum += ReduceTerm(a, b, ((j / inner) * dim + d) * inner + j % inner);
-    shared[threadIdx.x] = sum;
-    __syncthreads();
-    for (int stride = kThreads / 2; stride > 0; stride /= 2) {
-      if (threadIdx.x < stride) shared[threadIdx.x] += shared[threadIdx.x + stride];
-      __syncthreads();
-    }
-    if (threadIdx.x == 0)
-      out[d] = accumulate ? out[d] + static_cast<T>(shared[0]) : static_cast<T>(shared[0]);
-    __syncthreads();
-  }
-}
-
 }  // namespace
 
 void CheckLaunch(const char* what) { Check(cudaGetLastError(), what); }
+
+void* DeviceScratch(Scratch kind, size_t bytes) {
+  static std::mutex mutex;
+  static auto* buffers = new std::map<std::pair<int, Scratch>, std::unique_ptr<Blob>>();
+  if (bytes == 0) return nullptr;
+  int device = 0;
+  Check(cudaGetDevice(&device), "cudaGetDevice");
+  std::lock_guard<std::mutex> lock(mutex);
+  std::unique_ptr<Blob>& blob = (*buffers)[{device, kind}];
+  if (!blob) blob = std::make_unique<Blob>(DataType::kFloat64);
+  const int64_t doubles = static_cast<int64_t>((bytes + 7) / 8);
+  if (blob->count() < doubles) blob->Reshape(std::vector<int>{static_cast<int>(doubles)});
+  return blob->mutable_gpu_data<double>();
+}
 
 // cuBLAS is column-major: a row-major C = A B is the column-major C^T = B^T A^T.
 template <>
@@ -253,15 +238,41 @@ void Sign(int64_t n, const T* a, T* y) {
 template <typename T>
 void ReduceByAxis(int64_t outer, int64_t dim, int64_t inner, const T* a, const T* b,
                   bool accumulate, T* out) {
-  if (dim == 0) return;
-  if (outer * inner <= 128)
-    ReduceByThread<T>
-        <<<Blocks(dim), kThreads, 0, Stream()>>>(outer, dim, inner, a, b, accumulate, out);
-  else
-    ReduceByBlock<T><<<static_cast<int>(dim < 65535 ? dim : 65535), kThreads, 0, Stream()>>>(
-        outer, dim, inner, a, b, accumulate, out);
-  CheckLaunch("reduction");
+  ChannelSums<1>(
+      "reduction", outer, dim, inner,
+      [a, b] __device__(const ChannelElement& e, double* v) {
+        // MulRn: never contracted with the sum into a fused multiply-add, so every kernel that
+        // sums these terms (BatchNorm's fused ones too) gets the same bits.
+        v[0] = b != nullptr ? MulRn(static_cast<double>(a[e.k]), static_cast<double>(b[e.k]))
+                            : static_cast<double>(a[e.k]);
+      },
+      [accumulate, out] __device__(int64_t d, const double* sums) {
+        out[d] = accumulate ? out[d] + static_cast<T>(sums[0]) : static_cast<T>(sums[0]);
+      });
 }
+template <typename T>
+void AddChannelBias(int64_t outer, int64_t channels, int64_t inner, const T* bias, bool relu,
+                    T negative_slope, T* y) {
+  if (bias == nullptr && !relu) return;
+  ChannelMap("bias", outer, channels, inner, [=] __device__(int64_t k, int64_t c) {
+    T v = y[k];
+    if (bias != nullptr) v += bias[c];
+    if (relu) v = ReLUForwardValue(v, negative_slope);
+    y[k] = v;
+  });
+}
+template <typename T>
+void ReLUInPlace(int64_t n, T negative_slope, T* y) {
+  LaunchUnary(n, y, y,
+              [negative_slope] __device__(T v) { return ReLUForwardValue(v, negative_slope); });
+}
+template void ReLUInPlace<float>(int64_t, float, float*);
+template void ReLUInPlace<double>(int64_t, double, double*);
+
+template void AddChannelBias<float>(int64_t, int64_t, int64_t, const float*, bool, float, float*);
+template void AddChannelBias<double>(int64_t, int64_t, int64_t, const double*, bool, double,
+                                     double*);
+
 template void ReduceByAxis<float>(int64_t, int64_t, int64_t, const float*, const float*, bool,
                                   float*);
 template void ReduceByAxis<double>(int64_t, int64_t, int64_t, const double*, const double*, bool,

@@ -3,6 +3,7 @@
 // cpu:: in math.hpp. Every call runs on the calling thread's current device, on that device's
 // crema stream (core/cuda_context.hpp); none waits for the GPU except those returning a value.
 #ifdef CREMA_WITH_CUDA
+#include <cstddef>
 #include <cstdint>
 
 #include "core/cuda_context.hpp"
@@ -71,8 +72,25 @@ template <typename T>
 void ReduceByAxis(int64_t outer, int64_t dim, int64_t inner, const T* a, const T* b,
                   bool accumulate, T* out);
 
+// y[k] += bias[c] for every element k = (o * channels + c) * inner + i (bias may be null), then,
+// when relu, y[k] = Caffe's ReLU of it with `negative_slope`, in one pass: the bias of
+// convolutions, with a ReLU fused into them.
+template <typename T>
+void AddChannelBias(int64_t outer, int64_t channels, int64_t inner, const T* bias, bool relu,
+                    T negative_slope, T* y);
+
+// y[i] = Caffe's ReLU of y[i] (the twin of math/activation.hpp's ReLUInPlace).
+template <typename T>
+void ReLUInPlace(int64_t n, T negative_slope, T* y);
+
 // Throws RuntimeError when the last kernel launch failed.
 void CheckLaunch(const char* what);
+
+// Scratch memory of the current device shared by every user of one kind: work on a device runs
+// one call at a time on its stream, so users never hold it at the same time. At least `bytes`,
+// contents undefined, valid until the next request of that kind; grows, never shrinks.
+enum class Scratch { kCudnnWorkspace, kReduction };
+void* DeviceScratch(Scratch kind, size_t bytes);
 
 }  // namespace crema::gpu
 

@@ -11,6 +11,8 @@
 
 #include "core/workspace.hpp"
 #include "crema/layer_registry.hpp"
+#include "layers/batch_norm/batch_norm_layer.hpp"
+#include "layers/scale/scale_layer.hpp"
 #ifndef CREMA_NO_HDF5
 #include "io/hdf5.hpp"
 #endif
@@ -193,6 +195,7 @@ void Net::Init(const NetParameter& in_param, const NetOptions& options) {
   debug_info_ = param.debug_info();
   fold_batch_norm_ = options.fold_batch_norm;
   fuse_relu_ = options.fuse_relu;
+  fuse_batch_norm_ = options.fuse_batch_norm;
   keep_blobs_ = options.keep_blobs;
   PlanFold();
   if (options.memory_plan != MemoryPlan::kOff)
@@ -472,6 +475,27 @@ double Net::ForwardFromTo(int start, int end) {
     }
     // A fused ReLU whose producer ran in this pass: its value is in place already.
     if (relu_fused_into_[i] >= start) continue;
+    if (const int bn = fused_into_batch_norm_[i]; bn >= 0 && group_scale_of_[bn] == i) {
+      // The Scale of a BatchNorm group: computed by the BatchNorm when it ran fused in this
+      // pass, else reading the BatchNorm's kept output when that ran in this pass.
+      auto* batch_norm = static_cast<BatchNormLayer*>(layers_[bn].get());
+      if (bn >= start && batch_norm->ran_fused()) continue;
+      // Run on its own now, so the group's Backward must run layer by layer.
+      batch_norm->ForgetFusedForward();
+      static_cast<ScaleLayer*>(layers_[i].get())
+          ->set_bottom_kept_by(bn >= start && batch_norm->keeps_x_norm() ? &batch_norm->x_norm()
+                                                                         : nullptr);
+    }
+    if (const int scale = group_scale_of_[i]; scale >= 0) {
+      // A BatchNorm group runs as one pass on the GPU when its Scale is in this pass.
+      const int relu = fused_relu_of_[scale];
+      const bool fused = device_.is_cuda() && scale <= end && !check_finite_ && !debug_info_;
+      static_cast<BatchNormLayer*>(layers_[i].get())
+          ->set_fused_scale(
+              fused ? static_cast<ScaleLayer*>(layers_[scale].get()) : nullptr,
+              relu >= 0 && relu <= end,
+              relu >= 0 ? layers_[relu]->layer_param().relu_param().negative_slope() : 0.f);
+    }
     Layer* layer = folded_convs_[i] ? folded_convs_[i].get() : layers_[i].get();
     if (const int relu = fused_relu_of_[i]; relu >= 0)
       layer->set_fused_relu(relu <= end,
@@ -588,7 +612,18 @@ void Net::BackwardFromTo(int start, int end) {
         "net \"", name_, "\": Backward on a net with BatchNorm folded into its ",
         "convolutions (inference only); build it without folding (--fold-bn=false, ",
         "NetOptions::fold_batch_norm)");
+  backward_done_.assign(num_layers(), 0);
   for (int i = start; i >= end; --i) {
+    if (backward_done_[i]) continue;
+    if (const int bn = FusedBackwardGroup(i, start, end); bn >= 0) {
+      // The ReLU's, the Scale's and the BatchNorm's backward in one BatchNorm call.
+      const bool bottom_down = layer_need_backward_[bn] && bottom_need_backward_[bn][0];
+      static_cast<BatchNormLayer*>(layers_[bn].get())
+          ->BackwardFused(top_vecs_[bn], bottom_down, bottom_vecs_[bn]);
+      backward_done_[group_scale_of_[bn]] = 1;
+      backward_done_[bn] = 1;
+      continue;
+    }
     if (!layer_need_backward_[i]) continue;
     layers_[i]->Backward(top_vecs_[i], bottom_need_backward_[i], bottom_vecs_[i]);
     if (debug_info_) BackwardDebugInfo(i);

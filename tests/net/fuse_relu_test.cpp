@@ -5,12 +5,13 @@
 #include <google/protobuf/text_format.h>
 #include <gtest/gtest.h>
 
-#include <cstring>
 #include <random>
 
+#include "core/cuda_context.hpp"
 #include "crema/net.hpp"
 #include "math/dnnl_engine.hpp"
 #include "net/proto_io.hpp"
+#include "support/net_checks.hpp"
 
 namespace crema {
 namespace {
@@ -38,9 +39,10 @@ void RandomWeights(Net* net, unsigned seed) {
     }
 }
 
-std::unique_ptr<Net> Build(const NetParameter& param, Phase phase, bool fuse,
-                           bool fold_bn = false) {
+std::unique_ptr<Net> Build(const NetParameter& param, Phase phase, bool fuse, bool fold_bn = false,
+                           const Device& device = Device::Cpu()) {
   NetOptions options;
+  options.device = device;
   options.override_state = true;
   options.state.set_phase(phase);
   options.verbose = false;
@@ -63,28 +65,9 @@ std::vector<std::string> Fused(const Net& net) {
   return names;
 }
 
-bool SameBits(const Blob& a, const Blob& b, bool diff) {
-  if (a.shape() != b.shape()) return false;
-  const float* x = diff ? a.cpu_diff<float>() : a.cpu_data<float>();
-  const float* y = diff ? b.cpu_diff<float>() : b.cpu_data<float>();
-  return std::memcmp(x, y, sizeof(float) * a.count()) == 0;
-}
-
 // Every blob (data, and diffs when `diffs`) and every parameter gradient (when `diffs`).
 void ExpectSameBlobs(const Net& plain, const Net& fused, bool diffs, const std::string& what) {
-  ASSERT_EQ(plain.blob_names(), fused.blob_names());
-  for (size_t b = 0; b < plain.blobs().size(); ++b) {
-    EXPECT_TRUE(SameBits(*plain.blobs()[b], *fused.blobs()[b], false))
-        << what << ": data of blob " << plain.blob_names()[b];
-    if (diffs) {
-      EXPECT_TRUE(SameBits(*plain.blobs()[b], *fused.blobs()[b], true))
-          << what << ": diff of blob " << plain.blob_names()[b];
-    }
-  }
-  if (!diffs) return;
-  for (size_t p = 0; p < plain.learnable_params().size(); ++p)
-    EXPECT_TRUE(SameBits(*plain.learnable_params()[p], *fused.learnable_params()[p], true))
-        << what << ": gradient of parameter " << p;
+  testing::ExpectSameBlobs(plain, fused, diffs, false, what);
 }
 
 void FillInputs(Net* net, unsigned seed) {
@@ -92,7 +75,7 @@ void FillInputs(Net* net, unsigned seed) {
     FillRandom(net->input_blobs()[i], seed + static_cast<unsigned>(i));
 }
 
-class ZooDeploy : public testing::TestWithParam<std::string> {};
+class ZooDeploy : public ::testing::TestWithParam<std::string> {};
 
 TEST_P(ZooDeploy, FusedForwardGivesIdenticalBlobs) {
   NetParameter param;
@@ -125,11 +108,11 @@ TEST_P(ZooDeploy, FusedForwardGivesIdenticalBlobs) {
 
 INSTANTIATE_TEST_SUITE_P(
     Models, ZooDeploy,
-    testing::Values("lenet/lenet.prototxt", "cifar10_quick/deploy.prototxt",
-                    "bvlc_reference_caffenet/deploy.prototxt", "bvlc_googlenet/deploy.prototxt",
-                    "squeezenet_v1.1/deploy.prototxt", "mobilenet_v1/deploy.prototxt",
-                    "mobilenet_v2/deploy.prototxt", "resnet50/deploy.prototxt"),
-    [](const testing::TestParamInfo<std::string>& info) {
+    ::testing::Values("lenet/lenet.prototxt", "cifar10_quick/deploy.prototxt",
+                      "bvlc_reference_caffenet/deploy.prototxt", "bvlc_googlenet/deploy.prototxt",
+                      "squeezenet_v1.1/deploy.prototxt", "mobilenet_v1/deploy.prototxt",
+                      "mobilenet_v2/deploy.prototxt", "resnet50/deploy.prototxt"),
+    [](const ::testing::TestParamInfo<std::string>& info) {
       std::string name = info.param.substr(0, info.param.find('/'));
       for (char& c : name)
         if (!std::isalnum(static_cast<unsigned char>(c))) c = '_';
@@ -186,10 +169,10 @@ const char* kProducers = R"(
   layer { name: "loss" type: "SoftmaxWithLoss" bottom: "ip2" bottom: "label" top: "loss" }
 )";
 
-void ExpectEveryProducerIdentical() {
+void ExpectEveryProducerIdentical(const Device& device = Device::Cpu()) {
   const NetParameter param = Parse(kProducers);
-  auto plain = Build(param, TRAIN, false);
-  auto fused = Build(param, TRAIN, true);
+  auto plain = Build(param, TRAIN, false, false, device);
+  auto fused = Build(param, TRAIN, true, false, device);
   EXPECT_EQ(Fused(*fused),
             (std::vector<std::string>{"conv_relu>conv", "c1x1_relu>c1x1", "dw_relu>dw",
                                       "sum2_relu>sum2", "sum3_relu>sum3", "wsum_relu>wsum",
@@ -211,6 +194,16 @@ void ExpectEveryProducerIdentical() {
 }
 
 TEST(FuseReLU, EveryProducerGivesIdenticalForwardAndBackward) { ExpectEveryProducerIdentical(); }
+
+// The GPU kernels apply a fused ReLU with the ReLU layer's expression too (deterministic cuDNN
+// algorithms, so that both nets run the same ones).
+TEST(FuseReLU, EveryProducerGivesIdenticalForwardAndBackwardOnGpu) {
+  if (CudaDeviceCount() == 0) GTEST_SKIP() << "no CUDA device";
+  const bool before = gpu::Deterministic();
+  gpu::SetDeterministic(true);
+  ExpectEveryProducerIdentical(Device::Cuda(0));
+  gpu::SetDeterministic(before);
+}
 
 // The oneDNN convolutions and inner products apply a fused ReLU too (crema's expression, after
 // oneDNN's result). Without oneDNN in the build this runs crema's kernels again.
