@@ -45,7 +45,11 @@ bundle() {
   mkdir -p "$stage/build-gpu/tests" "$stage/lib"
   cp build-gpu/crema "$stage/build-gpu/"
   cp -P build-gpu/libcrema.so* build-gpu/libcrema_example_plugin.so "$stage/build-gpu/"
-  find build-gpu/tests -maxdepth 1 -type f -name '*_test' -perm -u+x -exec cp {} "$stage/build-gpu/tests/" \;
+  # The test executables ctest knows (not stale ones of an earlier configuration).
+  local name
+  for name in $(ctest --test-dir build-gpu -N | sed -n 's/^ *Test *#[0-9]*: //p'); do
+    cp "build-gpu/tests/$name" "$stage/build-gpu/tests/"
+  done
   # Shared libraries outside the C and C++ runtimes and the CUDA libraries the GPU machine
   # provides itself (driver, cuDNN, cuBLAS, NCCL).
   local libs
@@ -124,11 +128,14 @@ run() {
     } >>"$summary"
     rm -f "$summary.tests"
     head -3 "$summary"
+    # Packed now too, so that the tests' logs come back even if the benchmark runs out of time.
+    tar -C "$logs" -czf "$out/logs.tar.gz" .
   fi
   if [ -x bench/gpu_bench.sh ] && [ "${CREMA_BENCH_NETS:-}" != none ]; then
     # shellcheck disable=SC2086
-    CREMA="$home/build-gpu/crema" CREMA_BENCH_LOGS="$logs/bench" bench/gpu_bench.sh \
-      ${CREMA_BENCH_NETS:-} | tee "$out/bench.txt"
+    CREMA="$home/build-gpu/crema" CREMA_BENCH_LOGS="$logs/bench" \
+      BENCH_ITERATIONS="${BENCH_ITERATIONS:-15}" bench/gpu_bench.sh ${CREMA_BENCH_NETS:-} |
+      tee "$out/bench.txt"
   fi
   echo "kit run: $((SECONDS - started)) s" | tee -a "$summary"
   tar -C "$logs" -czf "$out/logs.tar.gz" .

@@ -229,7 +229,9 @@ void CudnnConvolution::Prepare(const CudnnConvGeometry& g) {
           "cudnnGetConvolutionBackwardFilterWorkspaceSize");
   }
   ready_ = true;
-  VLOG(1) << "cuDNN convolution: " << Describe();
+  // Once per geometry in a process: the choice, and the workspace it needs (the shared workspace
+  // grows to the largest).
+  LOG(INFO) << "cuDNN convolution " << key.substr(key.find('|') + 1) << ": " << Describe();
   std::lock_guard<std::mutex> lock(mutex);
   (*choices)[key] = AlgoChoice{fwd_algo_,  bwd_data_algo_,  bwd_filter_algo_,
                                fwd_bytes_, bwd_data_bytes_, bwd_filter_bytes_,
@@ -293,9 +295,11 @@ void CudnnConvolution::BackwardFilter(const void* x, const void* dy, void* dw) {
 
 std::string CudnnConvolution::Describe() const {
   return StrCat("forward algorithm ", static_cast<int>(fwd_algo_), " (", fwd_bytes_,
-                " B workspace), backward data ", static_cast<int>(bwd_data_algo_), " (",
-                bwd_data_bytes_, " B), backward filter ", static_cast<int>(bwd_filter_algo_), " (",
-                bwd_filter_bytes_, " B)");
+                " B workspace, math ", static_cast<int>(fwd_math_), "), backward data ",
+                static_cast<int>(bwd_data_algo_), " (", bwd_data_bytes_, " B, math ",
+                static_cast<int>(bwd_data_math_), "), backward filter ",
+                static_cast<int>(bwd_filter_algo_), " (", bwd_filter_bytes_, " B, math ",
+                static_cast<int>(bwd_filter_math_), ")");
 }
 
 }  // namespace crema

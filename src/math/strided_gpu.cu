@@ -69,4 +69,15 @@ template void GatherStrided<double>(int64_t, const StridedMap&, const double*, d
 template void ScatterStrided<float>(int64_t, const StridedMap&, const float*, float*);
 template void ScatterStrided<double>(int64_t, const StridedMap&, const double*, double*);
 
+template <typename T>
+void CopySlabs(int64_t rows, int64_t width, const T* src, int64_t src_stride, T* dst,
+               int64_t dst_stride) {
+  if (rows == 0 || width == 0) return;
+  Check(cudaMemcpy2DAsync(dst, dst_stride * sizeof(T), src, src_stride * sizeof(T),
+                          width * sizeof(T), rows, cudaMemcpyDeviceToDevice, Stream()),
+        "cudaMemcpy2DAsync (device to device)");
+}
+template void CopySlabs<float>(int64_t, int64_t, const float*, int64_t, float*, int64_t);
+template void CopySlabs<double>(int64_t, int64_t, const double*, int64_t, double*, int64_t);
+
 }  // namespace crema::gpu

@@ -16,6 +16,7 @@
 #include "io/db.hpp"
 #include "net/proto_io.hpp"
 #include "onnx/onnx.hpp"
+#include "support/requires.hpp"
 #include "tools/image_tool_util.hpp"
 
 namespace crema {
@@ -228,6 +229,7 @@ TEST_F(HostileFilesTest, DatumOfTheWrongSize) {
 }
 
 TEST_F(HostileFilesTest, BrokenImages) {
+  CREMA_SKIP_WITHOUT_OPENCV();
   // classify reports an image it cannot read in its row of the results (and carries on with the
   // others), then exits 1: the row must name the image and say why.
   auto classify = [&](const std::string& image, const std::string& why) {
@@ -316,6 +318,7 @@ TEST_F(HostileOnnxTest, CycleMissingInputAndDeepNesting) {
 }
 
 TEST_F(HostileFilesTest, ListPathsEscapingRootFolder) {
+  CREMA_SKIP_WITHOUT_OPENCV();
   if (!LayerRegistry::Has("ImageData")) GTEST_SKIP() << "ImageData not registered";
   fs::create_directories(Path("root/cat"));
   std::vector<uint8_t> pixels(6 * 6 * 3, 50);

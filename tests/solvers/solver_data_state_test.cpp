@@ -18,6 +18,7 @@
 #include "io/hdf5.hpp"
 #include "net/proto_io.hpp"
 #include "solvers/datum_db.hpp"
+#include "support/requires.hpp"
 
 namespace crema {
 namespace {
@@ -238,6 +239,7 @@ TEST(SolverDataState, OldStateWithoutPositionsStillResumes) {
 }
 
 TEST(SolverDataState, ImageDataWithShuffleResumes) {
+  CREMA_SKIP_WITHOUT_OPENCV();
   // 13 images in batches of 4, reshuffled after every pass (10 batches = 3 passes).
   const std::string list = WriteImageList("resume_images", 13);
   const std::string layer = StrCat(R"(layer { name: "data" type: "ImageData" top: "data"
@@ -294,6 +296,7 @@ TEST(SolverEpochs, MaxEpochFromTheRecordCount) {
 }
 
 TEST(SolverEpochs, ImageDataAndHDF5DataKnowTheirSize) {
+  CREMA_SKIP_WITHOUT_OPENCV();
   const std::string list = WriteImageList("epoch_images", 13);
   const std::string images = StrCat(R"(layer { name: "data" type: "ImageData" top: "data"
       top: "label" image_data_param { source: ")",

@@ -10,6 +10,7 @@
 #include "crema/proto.hpp"
 #include "io/db.hpp"
 #include "support/reference.hpp"
+#include "support/requires.hpp"
 #include "tools/image_tool_util.hpp"
 
 namespace crema::testing {
@@ -65,6 +66,7 @@ struct Fixture {
 };
 
 TEST(ComputeImageMeanTest, MeanOfRawRecordsMatchesDirectComputation) {
+  CREMA_SKIP_WITHOUT_OPENCV();
   Fixture f;
   f.Convert("db");
   const CremaResult r = RunCrema("compute-image-mean '" + f.dir + "/db' '" + f.dir + "/mean'");
@@ -91,6 +93,7 @@ TEST(ComputeImageMeanTest, MeanOfRawRecordsMatchesDirectComputation) {
 }
 
 TEST(ComputeImageMeanTest, EncodedRecordsAndLevelDbGiveTheSameMean) {
+  CREMA_SKIP_WITHOUT_OPENCV();
   Fixture f;
   f.Convert("raw");
   f.Convert("encoded", "--encoded");
