@@ -122,7 +122,7 @@ run() {
       grep -h -E '^\[ +(OK|SKIPPED|FAILED) +\] [^ ]*(Gpu|GPU|Cuda)' "$logs"/*.log |
         sed -E 's/^\[ +([A-Z]+) +\].*/\1/' | sort | uniq -c
       echo "failed and skipped cases:"
-      grep -h -E '^\[  (FAILED|SKIPPED) ' "$logs"/*.log | sort -u | head -400
+      grep -h -E "^\[  (FAILED|SKIPPED) " "$logs"/*.log | sort -u | sed -n "1,400p" || true
       echo "results:"
       cat "$summary.tests"
     } >>"$summary"

@@ -93,8 +93,8 @@ class Layer {
   bool forward_only() const { return forward_only_; }
 
   // ReLU fusion (NetOptions::fuse_relu): a layer that returns true applies an in-place ReLU's
-  // function to its only top at the end of its CPU Forward when the net asks (set_fused_relu),
-  // and the net then skips that ReLU's Forward (its Backward runs as before). CPU only.
+  // function to its only top at the end of its Forward (CPU and GPU) when the net asks
+  // (set_fused_relu), and the net then skips that ReLU's Forward (its Backward runs as before).
   virtual bool SupportsFusedReLU() const { return false; }
   void set_fused_relu(bool on, float negative_slope = 0) {
     fused_relu_ = on;

@@ -110,14 +110,15 @@ void Normalize(const Shape& s, const double* stats, const T* x, T* x_norm, T* y,
 }
 
 // Global statistics: dx = dy * inv_std, dy the Scale's input gradient (through the Scale, and
-// the ReLU, when fused).
+// the ReLU, when fused), also written to dy_out when not null.
 template <typename T>
 void GlobalBackward(const Shape& s, const double* stats, ScaleOutputGradient<T> dz, const T* scale,
-                    T* dx) {
+                    T* dy_out, T* dx) {
   const int channels = s.channels;
   gpu::ChannelMap("BatchNorm backward", s.num, s.channels, s.spatial,
                   [=] __device__(int64_t k, int64_t c) {
                     const T dy = scale != nullptr ? MulRn(dz(k), scale[c]) : dz(k);
+                    if (dy_out != nullptr) dy_out[k] = dy;
                     dx[k] = MulRn(dy, static_cast<T>(stats[kInvStd * channels + c]));
                   });
 }
@@ -148,14 +149,16 @@ void GradientStatistics(const Shape& s, ScaleOutputGradient<T> dz, const T* scal
       });
 }
 
-// A fused Scale's parameter gradients alone (global statistics, or no input gradient wanted).
+// A fused Scale's parameter gradients alone (global statistics, or no input gradient wanted);
+// the Scale's output gradient is also written to dz_out when not null.
 template <typename T>
 void ScaleGradients(const Shape& s, ScaleOutputGradient<T> dz, const T* y, T* scale_diff,
-                    T* bias_diff) {
+                    T* bias_diff, T* dz_out) {
   gpu::ChannelSums<2>(
       "Scale gradient statistics", s.num, s.channels, s.spatial,
       [=] __device__(const gpu::ChannelElement& e, double* v) {
         const T dz_k = dz(e.k);
+        if (dz_out != nullptr) dz_out[e.k] = dz_k;
         v[0] = MulRn(static_cast<double>(dz_k), static_cast<double>(y[e.k]));
         v[1] = dz_k;
       },
@@ -165,14 +168,22 @@ void ScaleGradients(const Shape& s, ScaleOutputGradient<T> dz, const T* y, T* sc
       });
 }
 
+// The fused ReLU's input gradient alone.
+template <typename T>
+void ReLUGradient(const Shape& s, ScaleOutputGradient<T> dz, T* out) {
+  gpu::ChannelMap("ReLU backward", s.num, s.channels, s.spatial,
+                  [=] __device__(int64_t k, int64_t) { out[k] = dz(k); });
+}
+
 // Batch statistics: dx = (dy - mean(dy) - y * mean(dy * y)) * inv_std, dy as in GlobalBackward.
 template <typename T>
 void BatchBackward(const Shape& s, const double* stats, ScaleOutputGradient<T> dz, const T* scale,
-                   const T* y, T* dx) {
+                   const T* y, T* dy_out, T* dx) {
   const int channels = s.channels;
   gpu::ChannelMap("BatchNorm backward", s.num, s.channels, s.spatial,
                   [=] __device__(int64_t k, int64_t c) {
                     const T dy = scale != nullptr ? MulRn(dz(k), scale[c]) : dz(k);
+                    if (dy_out != nullptr) dy_out[k] = dy;
                     dx[k] = BatchGradient(dy, y[k], static_cast<T>(stats[kMeanDy * channels + c]),
                                           static_cast<T>(stats[kMeanDyY * channels + c]),
                                           static_cast<T>(stats[kInvStd * channels + c]));
@@ -231,11 +242,11 @@ void BatchNormLayer::BackwardGpu(const BlobVec& top, const std::vector<bool>& pr
     const ScaleOutputGradient<T> dy{nullptr, top[0]->gpu_diff<T>(), false, T(0)};
     T* dx = bottom[0]->mutable_gpu_diff<T>();
     if (use_global_stats_) {
-      GlobalBackward<T>(shape, stats, dy, nullptr, dx);
+      GlobalBackward<T>(shape, stats, dy, nullptr, nullptr, dx);
     } else {
       const T* y = x_norm_.gpu_data<T>();
       GradientStatistics<T>(shape, dy, nullptr, y, nullptr, nullptr, stats);
-      BatchBackward<T>(shape, stats, dy, nullptr, y, dx);
+      BatchBackward<T>(shape, stats, dy, nullptr, y, nullptr, dx);
     }
   });
 }
@@ -258,14 +269,23 @@ void BatchNormLayer::BackwardFused(const BlobVec& top, bool propagate_down, cons
                         : nullptr;
     T* bias_diff =
         scale_layer.bias_diff_wanted() ? scale_layer.bias_blob()->mutable_gpu_diff<T>() : nullptr;
+    // The top's diff ends as the layers one by one leave it: the bottom's gradient in place;
+    // else the Scale's input gradient when it passes one down, else the ReLU's input gradient.
+    T* top_diff = top[0]->mutable_gpu_diff<T>();
+    T* scale_input_diff = propagate_down && top[0] != bottom[0] ? top_diff : nullptr;
+    T* relu_input_diff = !propagate_down && ran_fused_relu_ ? top_diff : nullptr;
     if (!use_global_stats_ && propagate_down) {
       GradientStatistics<T>(shape, dz, scale, y, scale_diff, bias_diff, stats);
-      BatchBackward<T>(shape, stats, dz, scale, y, bottom[0]->mutable_gpu_diff<T>());
+      BatchBackward<T>(shape, stats, dz, scale, y, scale_input_diff,
+                       bottom[0]->mutable_gpu_diff<T>());
     } else {
       if (scale_diff != nullptr || bias_diff != nullptr)
-        ScaleGradients<T>(shape, dz, y, scale_diff, bias_diff);
+        ScaleGradients<T>(shape, dz, y, scale_diff, bias_diff, relu_input_diff);
+      else if (relu_input_diff != nullptr)
+        ReLUGradient<T>(shape, dz, relu_input_diff);
       if (propagate_down)
-        GlobalBackward<T>(shape, stats, dz, scale, bottom[0]->mutable_gpu_diff<T>());
+        GlobalBackward<T>(shape, stats, dz, scale, scale_input_diff,
+                          bottom[0]->mutable_gpu_diff<T>());
     }
   });
 }

@@ -87,7 +87,6 @@ void Layer::SetLossWeights(const BlobVec& top) {
 
 double Layer::Forward(const BlobVec& bottom, const BlobVec& top) {
   Reshape(bottom, top);
-  CREMA_ASSERT(!(fused_relu_ && device_.is_cuda()), "ReLU fusion is CPU only");
   if (device_.is_cuda())
     ForwardGpu(bottom, top);
   else

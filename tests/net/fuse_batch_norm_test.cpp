@@ -97,16 +97,19 @@ class Deterministic {
   bool before_;
 };
 
-// Groups of every kind: BatchNorm in place and not, Scale with and without a bias, with a ReLU
+// Groups of every kind: BatchNorm in place and not (the fused Backward then leaves the Scale's
+// input gradient in the BatchNorm's top, as unfused), Scale with and without a bias, with a ReLU
 // (leaky too) and without; a BatchNorm on an input that needs no gradient (its group computes
-// only the Scale's gradients); not grouped: a Scale with a top of its own, a Scale over two axes,
-// a BatchNorm whose output another in-place layer changes before the Scale.
+// only the Scale's gradients, leaving the ReLU's input gradient in the top); not grouped: a Scale
+// with a top of its own, a Scale over two axes, a BatchNorm whose output another in-place layer
+// changes before the Scale.
 const char* kGroups = R"(
   name: "groups"
   layer { name: "data" type: "Input" top: "data" top: "label"
           input_param { shape { dim: 4 dim: 3 dim: 6 dim: 5 } shape { dim: 4 } } }
   layer { name: "bn0" type: "BatchNorm" bottom: "data" top: "bn0" }
   layer { name: "scale0" type: "Scale" bottom: "bn0" top: "bn0" scale_param { bias_term: true } }
+  layer { name: "relu0" type: "ReLU" bottom: "bn0" top: "bn0" }
   layer { name: "conv1" type: "Convolution" bottom: "bn0" top: "conv1"
           convolution_param { num_output: 5 kernel_size: 3 pad: 1 } }
   layer { name: "bn1" type: "BatchNorm" bottom: "conv1" top: "conv1" }
@@ -139,12 +142,13 @@ const char* kGroups = R"(
 
 TEST(FuseBatchNorm, FormsOnlyTheGroupsTheRuleAllows) {
   auto net = Build(Parse(kGroups), TRAIN, true, Device::Cpu());
-  EXPECT_EQ(Grouped(*net), (std::vector<std::string>{"scale0>bn0", "scale1>bn1", "relu1>bn1",
-                                                     "scale2>bn2", "relu2>bn2", "scale3>bn3"}));
+  EXPECT_EQ(Grouped(*net),
+            (std::vector<std::string>{"scale0>bn0", "relu0>bn0", "scale1>bn1", "relu1>bn1",
+                                      "scale2>bn2", "relu2>bn2", "scale3>bn3"}));
   net->SetFuseBatchNorm(false);
   EXPECT_TRUE(Grouped(*net).empty());
   net->SetFuseBatchNorm(true);
-  EXPECT_EQ(Grouped(*net).size(), 6u);
+  EXPECT_EQ(Grouped(*net).size(), 7u);
 }
 
 void ExpectTrainingIdentical(const NetParameter& param, const Device& device) {
