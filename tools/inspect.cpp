@@ -30,10 +30,11 @@ std::string Names(const Net& net, const std::vector<int>& ids) {
   return out;
 }
 
-// Where a blob's data or diff lives under the plan: a shared buffer, or its own memory and why.
-std::string Placement(size_t bytes, int buffer, const std::string& note) {
+// Where a blob's data or diff lives under the plan: an offset in the arena, or its own memory and
+// why.
+std::string Placement(size_t bytes, int64_t offset, const std::string& note) {
   if (bytes == 0) return "-";
-  return buffer >= 0 ? "#" + std::to_string(buffer) : "own (" + note + ")";
+  return offset >= 0 ? "@" + std::to_string(offset) : "own (" + note + ")";
 }
 
 // "title: N layers: a -> b, ..." for the layers i with into[i] >= 0 (b: layer into[i]).
@@ -55,32 +56,27 @@ void PrintMemoryPlan(const Net& net, MemoryPlan mode) {
   std::printf("\nactivation memory, %s:\n  %-*s  %-18s  %12s  %-20s  %12s  %s\n",
               mode == MemoryPlan::kInference ? "inference (forward only)"
                                              : "training (forward and backward)",
-              w, "blob", "shape", "data bytes", "data buffer", "diff bytes", "diff buffer");
+              w, "blob", "shape", "data bytes", "data at", "diff bytes", "diff at");
   for (size_t b = 0; b < layout.blobs.size(); ++b) {
     const MemoryPlanLayout::BlobEntry& e = layout.blobs[b];
     std::printf("  %-*s  %-18s  %12zu  %-20s  %12zu  %s\n", w, net.blob_names()[b].c_str(),
                 ShapeText(net.blobs()[b]->shape()).c_str(), e.data_bytes,
-                Placement(e.data_bytes, e.data_buffer, e.data_note).c_str(), e.diff_bytes,
-                Placement(e.diff_bytes, e.diff_buffer, e.diff_note).c_str());
+                Placement(e.data_bytes, e.data_offset, e.data_note).c_str(), e.diff_bytes,
+                Placement(e.diff_bytes, e.diff_offset, e.diff_note).c_str());
   }
-  const auto buffers = [](const std::vector<size_t>& sizes) {
-    std::string out;
-    for (size_t k = 0; k < sizes.size(); ++k) out += (k ? " " : "") + StrCat("#", k, "=", sizes[k]);
-    return out.empty() ? std::string("none") : out;
-  };
   if (mode == MemoryPlan::kInference) {
     std::string names;
     for (int l : layout.in_place_layers) names += " " + net.layer_names()[l];
     std::printf("  run in place: %zu layer%s%s\n", layout.in_place_layers.size(),
                 layout.in_place_layers.size() == 1 ? "" : "s", names.c_str());
   }
-  std::printf("  data buffers: %s\n  diff buffers: %s\n", buffers(layout.data_buffers).c_str(),
-              buffers(layout.diff_buffers).c_str());
-  const size_t before = layout.data_before + layout.diff_before;
-  const size_t after = layout.data_after + layout.diff_after;
-  std::printf("  total bytes: data %zu -> %zu, diff %zu -> %zu, all %zu -> %zu (%.3fx)\n",
-              layout.data_before, layout.data_after, layout.diff_before, layout.diff_after, before,
-              after, before ? static_cast<double>(after) / static_cast<double>(before) : 1.0);
+  std::printf(
+      "  total bytes: data %zu + diff %zu -> arena %zu + own %zu (data) + %zu (diff) = %zu "
+      "(%.3fx)\n",
+      layout.data_before, layout.diff_before, layout.arena_bytes, layout.kept_data,
+      layout.kept_diff, layout.after(),
+      layout.before() ? static_cast<double>(layout.after()) / static_cast<double>(layout.before())
+                      : 1.0);
 }
 
 int RunInspect(const std::vector<std::string>& args) {

@@ -70,9 +70,22 @@ class SyncedMemory {
   Head head() const { return head_; }
   size_t size() const { return size_; }
 
+  // A view of `size` bytes at `offset` into `arena` (which the view keeps alive): its host and
+  // device memory are the arena's, allocated on first need, while the view has a head of its own
+  // and copies only its own bytes. Views that are never in use at the same time may cover the
+  // same bytes: the activation memory plan places its blobs in one arena this way.
+  static std::shared_ptr<SyncedMemory> View(std::shared_ptr<SyncedMemory> arena, size_t offset,
+                                            size_t size);
+  // The arena a view is in (null for memory of its own).
+  const SyncedMemory* arena() const { return arena_.get(); }
+
  private:
   void ToCpu();
   void ToGpu();
+  // The memory a view at `offset` of this arena starts at, allocated (not initialised) when
+  // missing; the arena's own head is not used.
+  char* HostBase();
+  char* DeviceBase();
   void* cpu_ptr_ = nullptr;
   void* gpu_ptr_ = nullptr;
   size_t size_ = 0;
@@ -80,6 +93,8 @@ class SyncedMemory {
   bool own_cpu_data_ = false;
   bool own_gpu_data_ = false;
   int gpu_device_ = -1;
+  std::shared_ptr<SyncedMemory> arena_;  // views only
+  size_t offset_ = 0;
 };
 
 class Blob {

@@ -36,17 +36,53 @@ SyncedMemory::~SyncedMemory() {
 #endif
 }
 
+std::shared_ptr<SyncedMemory> SyncedMemory::View(std::shared_ptr<SyncedMemory> arena, size_t offset,
+                                                 size_t size) {
+  CREMA_ASSERT(arena && offset + size <= arena->size(), offset, " ", size);
+  auto view = std::make_shared<SyncedMemory>(size);
+  view->arena_ = std::move(arena);
+  view->offset_ = offset;
+  return view;
+}
+
+char* SyncedMemory::HostBase() {
+  if (cpu_ptr_ == nullptr) {
+    cpu_ptr_ = HostAlloc(size_);
+    own_cpu_data_ = true;
+  }
+  return static_cast<char*>(cpu_ptr_);
+}
+
+char* SyncedMemory::DeviceBase() {
+#ifdef CREMA_WITH_CUDA
+  if (gpu_ptr_ == nullptr) {
+    gpu::Check(cudaGetDevice(&gpu_device_), "cudaGetDevice");
+    gpu_ptr_ = gpu::DeviceAlloc(size_);
+    own_gpu_data_ = true;
+  }
+  return static_cast<char*>(gpu_ptr_);
+#else
+  NoCuda();
+#endif
+}
+
 void SyncedMemory::ToCpu() {
   switch (head_) {
     case Head::kUninitialized:
-      cpu_ptr_ = HostAlloc(size_);
+      if (arena_) {
+        cpu_ptr_ = arena_->HostBase() + offset_;
+      } else {
+        cpu_ptr_ = HostAlloc(size_);
+        own_cpu_data_ = true;
+      }
       std::memset(cpu_ptr_, 0, size_);
-      own_cpu_data_ = true;
       head_ = Head::kAtCpu;
       break;
     case Head::kAtGpu:
 #ifdef CREMA_WITH_CUDA
-      if (cpu_ptr_ == nullptr) {
+      if (cpu_ptr_ == nullptr && arena_) {
+        cpu_ptr_ = arena_->HostBase() + offset_;
+      } else if (cpu_ptr_ == nullptr) {
         cpu_ptr_ = HostAlloc(size_);
         own_cpu_data_ = true;
       }
@@ -69,14 +105,20 @@ void SyncedMemory::ToGpu() {
 #ifdef CREMA_WITH_CUDA
   switch (head_) {
     case Head::kUninitialized:
-      gpu::Check(cudaGetDevice(&gpu_device_), "cudaGetDevice");
-      gpu_ptr_ = gpu::DeviceAlloc(size_);
+      if (arena_) {
+        gpu_ptr_ = arena_->DeviceBase() + offset_;
+      } else {
+        gpu::Check(cudaGetDevice(&gpu_device_), "cudaGetDevice");
+        gpu_ptr_ = gpu::DeviceAlloc(size_);
+        own_gpu_data_ = true;
+      }
       gpu::Check(cudaMemsetAsync(gpu_ptr_, 0, size_, gpu::Stream()), "cudaMemsetAsync");
-      own_gpu_data_ = true;
       head_ = Head::kAtGpu;
       break;
     case Head::kAtCpu:
-      if (gpu_ptr_ == nullptr) {
+      if (gpu_ptr_ == nullptr && arena_) {
+        gpu_ptr_ = arena_->DeviceBase() + offset_;
+      } else if (gpu_ptr_ == nullptr) {
         gpu::Check(cudaGetDevice(&gpu_device_), "cudaGetDevice");
         gpu_ptr_ = gpu::DeviceAlloc(size_);
         own_gpu_data_ = true;

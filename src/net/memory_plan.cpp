@@ -58,73 +58,42 @@ bool HeldElsewhere(const MemoryPlanLayout::Group& group, const Net& net,
   return false;
 }
 
-// Greedy best fit over groups sorted by first step: a buffer is free for a group when every
-// group placed in it ended before the group starts; the smallest free buffer that fits wins,
-// else the largest free one grows, else a new buffer.
-void Place(std::vector<MemoryPlanLayout::Group>& groups, const std::vector<size_t>& group_bytes,
-           std::vector<size_t>* buffers, std::vector<std::vector<int>>* buffer_groups) {
-  std::vector<int> order;
-  for (int g = 0; g < static_cast<int>(groups.size()); ++g)
-    if (groups[g].planned) order.push_back(g);
-  std::stable_sort(order.begin(), order.end(), [&](int a, int b) {
-    if (groups[a].first != groups[b].first) return groups[a].first < groups[b].first;
-    return group_bytes[a] > group_bytes[b];
-  });
-  std::vector<int> busy_until;
-  buffers->clear();
-  buffer_groups->clear();
-  for (int g : order) {
-    int best = -1;
-    for (int k = 0; k < static_cast<int>(buffers->size()); ++k) {
-      if (busy_until[k] >= groups[g].first) continue;
-      const size_t size = (*buffers)[k];
-      if (best < 0) {
-        best = k;
-        continue;
-      }
-      const size_t best_size = (*buffers)[best];
-      const bool fits = size >= group_bytes[g], best_fits = best_size >= group_bytes[g];
-      if ((fits && (!best_fits || size < best_size)) || (!fits && !best_fits && size > best_size))
-        best = k;
-    }
-    if (best < 0) {
-      best = static_cast<int>(buffers->size());
-      buffers->push_back(0);
-      busy_until.push_back(-1);
-      buffer_groups->emplace_back();
-    }
-    (*buffers)[best] = std::max((*buffers)[best], group_bytes[g]);
-    busy_until[best] = std::max(busy_until[best], groups[g].last);
-    (*buffer_groups)[best].push_back(g);
-  }
-}
+// Arena offsets are multiples of this (GPU loads and cuDNN want aligned tensors).
+constexpr size_t kAlignment = 256;
 
-// For one kind (data or diff): buffers, per blob buffer index, and the totals before and after.
-void AssignKind(const Net& net, std::vector<MemoryPlanLayout::Group>& groups,
-                const std::vector<size_t>& blob_bytes, std::vector<size_t>* buffers,
-                std::vector<std::vector<int>>* buffer_blobs, size_t* before, size_t* after,
-                const std::function<int&(int)>& buffer_of) {
-  std::vector<size_t> group_bytes(groups.size(), 0);
-  *before = *after = 0;
-  for (size_t g = 0; g < groups.size(); ++g) {
-    for (int b : groups[g].blobs) {
-      group_bytes[g] = std::max(group_bytes[g], blob_bytes[b]);
-      buffer_of(b) = -1;
+size_t Aligned(size_t bytes) { return (bytes + kAlignment - 1) / kAlignment * kAlignment; }
+
+// Greedy by size (TensorFlow Lite's arena planner): groups from the largest down, each at the
+// lowest offset where it overlaps no group already placed whose lifetime shares a step with its
+// own. Sets each planned group's offset; returns the arena's size.
+size_t PlaceInArena(const std::vector<MemoryPlanLayout::Group*>& groups) {
+  std::vector<MemoryPlanLayout::Group*> order;
+  for (MemoryPlanLayout::Group* g : groups) {
+    g->offset = -1;
+    if (g->planned) order.push_back(g);
+  }
+  std::stable_sort(order.begin(), order.end(), [](const auto* a, const auto* b) {
+    if (a->bytes != b->bytes) return a->bytes > b->bytes;
+    return a->first < b->first;
+  });
+  std::vector<const MemoryPlanLayout::Group*> placed;
+  size_t arena = 0;
+  for (MemoryPlanLayout::Group* g : order) {
+    std::vector<std::pair<size_t, size_t>> taken;  // [offset, end) of the groups live with g
+    for (const auto* other : placed)
+      if (g->first <= other->last && other->first <= g->last)
+        taken.emplace_back(other->offset, other->offset + Aligned(other->bytes));
+    std::sort(taken.begin(), taken.end());
+    size_t offset = 0;
+    for (const auto& [begin, end] : taken) {
+      if (offset + Aligned(g->bytes) <= begin) break;
+      offset = std::max(offset, end);
     }
-    *before += group_bytes[g];
-    if (!groups[g].planned) *after += group_bytes[g];
+    g->offset = static_cast<int64_t>(offset);
+    arena = std::max(arena, offset + Aligned(g->bytes));
+    placed.push_back(g);
   }
-  std::vector<std::vector<int>> buffer_groups;
-  Place(groups, group_bytes, buffers, &buffer_groups);
-  buffer_blobs->assign(buffers->size(), {});
-  for (size_t k = 0; k < buffers->size(); ++k) {
-    *after += (*buffers)[k];
-    for (int g : buffer_groups[k])
-      for (int b : groups[g].blobs) {
-        buffer_of(b) = static_cast<int>(k);
-        (*buffer_blobs)[k].push_back(b);
-      }
-  }
+  return arena;
 }
 
 // Inference: joins the data group of a layer's top to its bottom's where the layer may run in
@@ -329,12 +298,26 @@ void AssignMemoryBuffers(const Net& net, MemoryPlanLayout* layout) {
     // Diffs exist where backward uses them, and for loss tops (the loss weight lives there).
     entry.diff_bytes = diff_bytes[b] = entry.has_diff ? data_bytes[b] : 0;
   }
-  AssignKind(net, layout->data_groups, data_bytes, &layout->data_buffers,
-             &layout->data_buffer_blobs, &layout->data_before, &layout->data_after,
-             [&](int b) -> int& { return layout->blobs[b].data_buffer; });
-  AssignKind(net, layout->diff_groups, diff_bytes, &layout->diff_buffers,
-             &layout->diff_buffer_blobs, &layout->diff_before, &layout->diff_after,
-             [&](int b) -> int& { return layout->blobs[b].diff_buffer; });
+  // Data and diff groups share the arena.
+  std::vector<MemoryPlanLayout::Group*> groups;
+  layout->data_before = layout->diff_before = layout->kept_data = layout->kept_diff = 0;
+  for (auto* kind : {&layout->data_groups, &layout->diff_groups}) {
+    const bool data = kind == &layout->data_groups;
+    for (MemoryPlanLayout::Group& group : *kind) {
+      group.bytes = 0;
+      for (int b : group.blobs)
+        group.bytes = std::max(group.bytes, data ? data_bytes[b] : diff_bytes[b]);
+      (data ? layout->data_before : layout->diff_before) += group.bytes;
+      if (!group.planned) (data ? layout->kept_data : layout->kept_diff) += group.bytes;
+      groups.push_back(&group);
+    }
+  }
+  layout->arena_bytes = PlaceInArena(groups);
+  for (auto* kind : {&layout->data_groups, &layout->diff_groups})
+    for (const MemoryPlanLayout::Group& group : *kind)
+      for (int b : group.blobs)
+        (kind == &layout->data_groups ? layout->blobs[b].data_offset
+                                      : layout->blobs[b].diff_offset) = group.offset;
 }
 
 }  // namespace crema

@@ -1,7 +1,8 @@
 #pragma once
 // Activation memory planning (src/net/README.md): from a built net's static graph, the lifetime
-// of every blob's data and diff, and an assignment of blobs whose lifetimes do not overlap to
-// shared buffers (greedy best fit by size). A pure function of the net; Net applies it.
+// of every blob's data and diff, and a place (an offset) for each in one arena, where blobs whose
+// lifetimes do not overlap may cover the same bytes (greedy by size). A pure function of the net;
+// Net applies it (SyncedMemory::View).
 #include <cstddef>
 #include <cstdint>
 #include <memory>
@@ -18,20 +19,22 @@ struct MemoryPlanLayout {
     size_t data_bytes = 0;  // count x element size
     size_t diff_bytes = 0;  // 0 when the mode never touches the diff
     bool has_diff = false;
-    int data_buffer = -1;  // index into data_buffers, -1 when the blob keeps its own memory
-    int diff_buffer = -1;
+    int64_t data_offset = -1;  // bytes into the arena, -1 when the blob keeps its own memory
+    int64_t diff_offset = -1;
     std::string data_note;  // why the data is not planned ("" when planned)
     std::string diff_note;
   };
   MemoryPlan mode = MemoryPlan::kOff;
-  std::vector<BlobEntry> blobs;      // one per net blob, in blob order
-  std::vector<size_t> data_buffers;  // bytes of each shared buffer
-  std::vector<size_t> diff_buffers;
-  // Bytes the net's activations occupy without planning (aliases counted once) and with it.
-  size_t data_before = 0, data_after = 0;
-  size_t diff_before = 0, diff_after = 0;
-  // For each buffer, the blobs placed in it.
-  std::vector<std::vector<int>> data_buffer_blobs, diff_buffer_blobs;
+  std::vector<BlobEntry> blobs;  // one per net blob, in blob order
+  // Bytes of the arena holding every planned data and diff (gradients reuse the bytes of data
+  // already read for the last time, and the other way round).
+  size_t arena_bytes = 0;
+  // Bytes the net's activations occupy without planning (aliases counted once), and those that
+  // keep their own memory under the plan; with the plan: kept_data + kept_diff + arena_bytes.
+  size_t data_before = 0, diff_before = 0;
+  size_t kept_data = 0, kept_diff = 0;
+  size_t after() const { return kept_data + kept_diff + arena_bytes; }
+  size_t before() const { return data_before + diff_before; }
   // The static part, kept for re-planning after a Reshape: per blob its alias group (the
   // blobs that must share memory), per group its lifetime in steps (forward steps 0..L-1,
   // backward steps L..2L-1) and whether it is planned.
@@ -39,6 +42,8 @@ struct MemoryPlanLayout {
     std::vector<int> blobs;
     int first = 0, last = -1;
     bool planned = false;
+    size_t bytes = 0;     // the largest blob's (set by AssignMemoryBuffers)
+    int64_t offset = -1;  // in the arena, when planned
   };
   std::vector<Group> data_groups, diff_groups;
   // Inference: layers whose top was put in their bottom's memory (run in place).
@@ -51,9 +56,10 @@ struct MemoryPlanLayout {
 // applied (its blobs share memory only as its layers make them share). With `in_place`
 // (inference only), a layer that allows in-place computation with one bottom and one top of the
 // same size runs in place when both are planned and nothing reads the bottom after it.
-// Memory that nets which never run at the same time draw their planned buffers from (the solver's
+// Memory that nets which never run at the same time draw their planned arenas from (the solver's
 // test nets run between training iterations, when no train-net activation is live): slot i holds
-// the i-th largest buffer of each net, sized to the largest request. A request larger than its
+// the i-th largest buffer of each net (a net asks for one, its arena), sized to the largest
+// request. A request larger than its
 // slot replaces the slot's memory and bumps generation(); the other nets then re-apply their plan
 // at their next full Forward (values in planned buffers do not outlive a Forward anyway).
 class SharedActivationMemory {
@@ -72,7 +78,7 @@ class SharedActivationMemory {
 
 MemoryPlanLayout PlanNetMemory(const Net& net, MemoryPlan mode, const std::set<std::string>& keep,
                                bool in_place = true);
-// Recomputes sizes, buffers and totals of `layout` from the blobs' current shapes.
+// Recomputes sizes, offsets and totals of `layout` from the blobs' current shapes.
 void AssignMemoryBuffers(const Net& net, MemoryPlanLayout* layout);
 
 }  // namespace crema

@@ -548,32 +548,30 @@ void Net::ApplyMemoryPlan() {
   AssignMemoryBuffers(*this, &layout);
   planned_data_.assign(blobs_.size(), {});
   planned_diff_.assign(blobs_.size(), {});
-  std::vector<std::shared_ptr<SyncedMemory>> shared;
+  std::shared_ptr<SyncedMemory> arena;
   if (shared_memory_) {
-    std::vector<size_t> sizes = layout.data_buffers;
-    sizes.insert(sizes.end(), layout.diff_buffers.begin(), layout.diff_buffers.end());
-    shared = shared_memory_->Acquire(sizes);
+    arena = shared_memory_->Acquire({layout.arena_bytes})[0];
     shared_memory_generation_ = shared_memory_->generation();
+  } else {
+    arena = std::make_shared<SyncedMemory>(layout.arena_bytes);
   }
-  size_t next_shared = 0;
-  const auto place = [&](const std::vector<size_t>& buffers,
-                         const std::vector<std::vector<int>>& buffer_blobs, bool diff) {
-    for (size_t k = 0; k < buffers.size(); ++k) {
-      auto memory =
-          shared_memory_ ? shared[next_shared++] : std::make_shared<SyncedMemory>(buffers[k]);
-      for (int b : buffer_blobs[k]) {
+  // One view of the arena per group: its blobs share it, as they share memory unplanned.
+  for (const auto* kind : {&layout.data_groups, &layout.diff_groups}) {
+    const bool diff = kind == &layout.diff_groups;
+    for (const MemoryPlanLayout::Group& group : *kind) {
+      if (group.offset < 0) continue;
+      auto view = SyncedMemory::View(arena, static_cast<size_t>(group.offset), group.bytes);
+      for (int b : group.blobs) {
         if (diff) {
-          blobs_[b]->UseDiffMemory(memory);
-          planned_diff_[b] = memory;
+          blobs_[b]->UseDiffMemory(view);
+          planned_diff_[b] = view;
         } else {
-          blobs_[b]->UseDataMemory(memory);
-          planned_data_[b] = memory;
+          blobs_[b]->UseDataMemory(view);
+          planned_data_[b] = view;
         }
       }
     }
-  };
-  place(layout.data_buffers, layout.data_buffer_blobs, false);
-  place(layout.diff_buffers, layout.diff_buffer_blobs, true);
+  }
 }
 
 void Net::ShareActivationMemory(std::shared_ptr<SharedActivationMemory> memory) {
@@ -581,13 +579,7 @@ void Net::ShareActivationMemory(std::shared_ptr<SharedActivationMemory> memory) 
   ApplyMemoryPlan();
 }
 
-size_t Net::planned_bytes() const {
-  if (!memory_layout_) return 0;
-  size_t bytes = 0;
-  for (size_t b : memory_layout_->data_buffers) bytes += b;
-  for (size_t b : memory_layout_->diff_buffers) bytes += b;
-  return bytes;
-}
+size_t Net::planned_bytes() const { return memory_layout_ ? memory_layout_->arena_bytes : 0; }
 
 void Net::CheckMemoryPlan() {
   for (size_t b = 0; b < planned_data_.size() && !memory_plan_stale_; ++b) {

@@ -119,8 +119,8 @@ TEST_P(ZooFold, FoldedOutputsEqualUnfolded) {
   EXPECT_EQ(folded_scale, scales);
   // The folded layers take no activation memory: the plan is smaller than without folding.
   auto unfolded_plan = Build(param, TEST, false);
-  EXPECT_LE(PlanNetMemory(*folded, MemoryPlan::kInference, {}).data_after,
-            PlanNetMemory(*unfolded_plan, MemoryPlan::kInference, {}).data_after);
+  EXPECT_LE(PlanNetMemory(*folded, MemoryPlan::kInference, {}).after(),
+            PlanNetMemory(*unfolded_plan, MemoryPlan::kInference, {}).after());
 
   FillInputs(plain.get(), 11);
   FillInputs(folded.get(), 11);

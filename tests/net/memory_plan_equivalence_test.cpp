@@ -57,7 +57,7 @@ TEST_P(ZooDeploy, InferencePlanGivesIdenticalOutputs) {
   auto planned = BuildNet(param, TEST, MemoryPlan::kInference);
   planned->ShareTrainedLayersWith(*plain);
   const MemoryPlanLayout layout = PlanNetMemory(*plain, MemoryPlan::kInference, {});
-  EXPECT_LT(layout.data_after, layout.data_before);
+  EXPECT_LT(layout.after(), layout.before());
   // Batch 2 keeps the big nets quick; the reshape also re-plans.
   for (Net* net : {plain.get(), planned.get()}) {
     for (size_t i = 0; i < net->input_blobs().size(); ++i) {
@@ -128,7 +128,7 @@ void ExpectSameTraining(const NetParameter& param, int iterations, int classes) 
   planned->CopyTrainedLayersFrom(weights);
   // The plan does share gradient buffers here.
   const MemoryPlanLayout layout = PlanNetMemory(*plain, MemoryPlan::kTraining, {});
-  EXPECT_LT(layout.diff_after, layout.diff_before);
+  EXPECT_LT(layout.after(), layout.before());
   for (int it = 0; it < iterations; ++it) {
     for (Net* net : {plain.get(), planned.get()}) {
       FillRandom(net->input_blobs()[0], it);

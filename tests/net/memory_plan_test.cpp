@@ -1,6 +1,7 @@
-// The activation memory planner (src/net/memory_plan.cpp): byte counts and buffer sharing on
-// small nets computed by hand, what a user reads (outputs, kept blobs), re-planning after a
-// Reshape, and the refusal of Backward under an inference plan.
+// The activation memory planner (src/net/memory_plan.cpp): arena offsets and byte counts on small
+// nets computed by hand, that blobs live at the same step never share bytes (every zoo net, both
+// plans), what a user reads (outputs, kept blobs), re-planning after a Reshape, and the refusal
+// of Backward under an inference plan.
 #include "net/memory_plan.hpp"
 
 #include <google/protobuf/text_format.h>
@@ -10,6 +11,7 @@
 #include <random>
 
 #include "crema/net.hpp"
+#include "net/proto_io.hpp"
 
 namespace crema {
 namespace {
@@ -63,28 +65,28 @@ TEST(MemoryPlan, LeNetInferenceBytesByHand) {
   const MemoryPlanLayout layout = PlanNetMemory(*net, MemoryPlan::kInference, {});
   EXPECT_EQ(layout.data_before, kData + kConv1 + kPool1 + kConv2 + kPool2 + kIp1 + kIp2 + kProb);
   // Lifetimes (layer steps): conv1 1-2, pool1 2-3, conv2 3-4, pool2 4-5, ip1 5-7 (relu1 in
-  // place at 6), ip2 7-8. Two buffers alternate: conv1, conv2, ip1 in one (largest conv1),
-  // pool1, pool2, ip2 in the other (largest pool1). data and prob keep their own.
-  ASSERT_EQ(layout.data_buffers.size(), 2u);
-  EXPECT_EQ(layout.data_buffers[0], kConv1);
-  EXPECT_EQ(layout.data_buffers[1], kPool1);
-  EXPECT_EQ(layout.data_after, kData + kProb + kConv1 + kPool1);
+  // place at 6), ip2 7-8. From the largest down, each at the lowest offset free of the blobs
+  // live with it: conv1 at 0, pool1 after it (both live at 2), conv2 at 0 (conv1 is dead), pool2
+  // after conv2, ip1 at 0, ip2 after ip1. data and prob keep their own memory.
+  EXPECT_EQ(layout.arena_bytes, kConv1 + kPool1);
+  EXPECT_EQ(layout.kept_data, kData + kProb);
   EXPECT_EQ(layout.diff_before, 0u);
-  EXPECT_EQ(layout.diff_after, 0u);
-  const auto buffer_of = [&](const std::string& name) {
+  EXPECT_EQ(layout.kept_diff, 0u);
+  const auto offset_of = [&](const std::string& name) {
     const auto& names = net->blob_names();
-    return layout.blobs[std::find(names.begin(), names.end(), name) - names.begin()].data_buffer;
+    return layout.blobs[std::find(names.begin(), names.end(), name) - names.begin()].data_offset;
   };
-  EXPECT_EQ(buffer_of("data"), -1);
-  EXPECT_EQ(buffer_of("prob"), -1);
-  EXPECT_EQ(buffer_of("conv1"), buffer_of("conv2"));
-  EXPECT_EQ(buffer_of("conv1"), buffer_of("ip1"));
-  EXPECT_EQ(buffer_of("pool1"), buffer_of("pool2"));
-  EXPECT_EQ(buffer_of("pool1"), buffer_of("ip2"));
-  EXPECT_NE(buffer_of("conv1"), buffer_of("pool1"));
+  EXPECT_EQ(offset_of("data"), -1);
+  EXPECT_EQ(offset_of("prob"), -1);
+  EXPECT_EQ(offset_of("conv1"), 0);
+  EXPECT_EQ(offset_of("pool1"), static_cast<int64_t>(kConv1));
+  EXPECT_EQ(offset_of("conv2"), 0);
+  EXPECT_EQ(offset_of("pool2"), static_cast<int64_t>(kConv2));
+  EXPECT_EQ(offset_of("ip1"), 0);
+  EXPECT_EQ(offset_of("ip2"), static_cast<int64_t>(kIp1));
   // Kept blobs keep their own memory.
   const MemoryPlanLayout kept = PlanNetMemory(*net, MemoryPlan::kInference, {"conv1"});
-  EXPECT_EQ(kept.blobs[1].data_buffer, -1);
+  EXPECT_EQ(kept.blobs[1].data_offset, -1);
   EXPECT_EQ(kept.blobs[1].data_note, "kept");
 }
 
@@ -116,20 +118,21 @@ TEST(MemoryPlan, ChainTrainingBytesByHand) {
   const size_t all_data = data + label + conv1 + conv2 + conv3 + ip + loss;
   EXPECT_EQ(layout.data_before, all_data);
   // Every activation is read by a backward that runs after the forward of every later layer.
-  EXPECT_EQ(layout.data_after, all_data);
+  EXPECT_EQ(layout.kept_data, data + label + loss);
   // Gradients: conv1..ip, and the loss weight in the loss diff; none for data or label.
   EXPECT_EQ(layout.diff_before, conv1 + conv2 + conv3 + ip + loss);
-  // Backward steps (11 - layer): ip 6-7, conv3 7-8, conv2 8-9, conv1 9-10: ip and conv2
-  // alternate with conv3 and conv1.
-  ASSERT_EQ(layout.diff_buffers.size(), 2u);
-  EXPECT_EQ(layout.diff_buffers[0], conv2);
-  EXPECT_EQ(layout.diff_buffers[1], conv1);
-  EXPECT_EQ(layout.diff_after, loss + conv2 + conv1);
+  EXPECT_EQ(layout.kept_diff, loss);
+  // Steps: data conv1 1-10, conv2 2-9, conv3 3-8, ip 4-7; gradients (backward steps 11 - layer)
+  // ip 6-7, conv3 7-8, conv2 8-9, conv1 9-10. The arena is the live peak, at step 9: the data
+  // and gradients of conv1 and conv2 (sizes rounded up to 256 bytes).
+  const auto up = [](size_t bytes) { return (bytes + 255) / 256 * 256; };
+  EXPECT_EQ(layout.arena_bytes, 2 * up(conv1) + 2 * up(conv2));
   // Inference: everything but the inputs and the loss shares; no gradients but the loss's.
   const MemoryPlanLayout inference = PlanNetMemory(*net, MemoryPlan::kInference, {});
   EXPECT_EQ(inference.diff_before, loss);
-  // conv1 1-2, conv2 2-3, conv3 3-4, ip 4-5: conv1, conv3 in one buffer; conv2, ip in another.
-  EXPECT_EQ(inference.data_after, data + label + loss + conv1 + conv2);
+  // conv1 1-2, conv2 2-3, conv3 3-4, ip 4-5: conv3 over conv1's bytes, ip over conv2's.
+  EXPECT_EQ(inference.kept_data, data + label + loss);
+  EXPECT_EQ(inference.arena_bytes, up(conv1) + up(conv2));
 }
 
 void FillRandom(Blob* blob, unsigned seed) {
@@ -137,6 +140,11 @@ void FillRandom(Blob* blob, unsigned seed) {
   std::uniform_real_distribution<float> uniform(-1.0f, 1.0f);
   float* x = blob->mutable_cpu_data<float>();
   for (int64_t i = 0; i < blob->count(); ++i) x[i] = uniform(rng);
+}
+
+// Where a blob's values are (planned blobs share bytes of the arena through views of their own).
+const void* Bytes(const Net& net, const char* name) {
+  return net.blob_by_name(name)->data()->cpu_data();
 }
 
 TEST(MemoryPlan, PlannedNetSharesBuffersAndKeepsOutputs) {
@@ -147,8 +155,8 @@ TEST(MemoryPlan, PlannedNetSharesBuffersAndKeepsOutputs) {
   for (const Net* net : nets) FillRandom(net->input_blobs()[0], 7);
   plain->Forward();
   planned->Forward();
-  EXPECT_EQ(planned->blob_by_name("conv1")->data(), planned->blob_by_name("conv2")->data());
-  EXPECT_NE(plain->blob_by_name("conv1")->data(), plain->blob_by_name("conv2")->data());
+  EXPECT_EQ(Bytes(*planned, "conv1"), Bytes(*planned, "conv2"));
+  EXPECT_NE(Bytes(*plain, "conv1"), Bytes(*plain, "conv2"));
   for (const std::string name : {"prob", "pool2"}) {
     const Blob& a = *plain->blob_by_name(name);
     const Blob& b = *planned->blob_by_name(name);
@@ -158,7 +166,7 @@ TEST(MemoryPlan, PlannedNetSharesBuffersAndKeepsOutputs) {
   EXPECT_THROW(planned->SetMemoryPlan(MemoryPlan::kInference, {"nope"}), ConfigError);
   // Off again: every blob its own memory.
   planned->SetMemoryPlan(MemoryPlan::kOff);
-  EXPECT_NE(planned->blob_by_name("conv1")->data(), planned->blob_by_name("conv2")->data());
+  EXPECT_NE(Bytes(*planned, "conv1"), Bytes(*planned, "conv2"));
 }
 
 TEST(MemoryPlan, ReplansWhenTheInputGrows) {
@@ -177,7 +185,57 @@ TEST(MemoryPlan, ReplansWhenTheInputGrows) {
     const Blob& b = *planned->output_blobs()[0];
     ASSERT_EQ(a.count(), batch * 10);
     for (int64_t i = 0; i < a.count(); ++i) ASSERT_EQ(a.data_at(i), b.data_at(i));
-    EXPECT_EQ(planned->blob_by_name("conv1")->data(), planned->blob_by_name("ip1")->data());
+    EXPECT_EQ(Bytes(*planned, "conv1"), Bytes(*planned, "ip1"));
+  }
+}
+
+// Planned blobs live at the same step never share a byte, in every zoo net's TRAIN and TEST nets
+// under both plans; the arena is no smaller than the bytes live at any one step.
+TEST(MemoryPlan, BlobsLiveTogetherNeverShareBytes) {
+  const std::vector<std::pair<std::string, Phase>> nets = {
+      {"resnet50/deploy.prototxt", TEST},     {"bvlc_googlenet/deploy.prototxt", TEST},
+      {"mobilenet_v2/deploy.prototxt", TEST}, {"squeezenet_v1.1/deploy.prototxt", TEST},
+      {"lenet/lenet.prototxt", TEST},         {"cifar10_quick/deploy.prototxt", TEST}};
+  for (const auto& [model, phase] : nets) {
+    NetParameter param;
+    ReadNetParamsFromTextFile(std::string(CREMA_SOURCE_DIR) + "/models/" + model, &param);
+    NetOptions options;
+    options.override_state = true;
+    options.state.set_phase(phase);
+    options.verbose = false;
+    // force_backward: every blob has a gradient, so the training plan places diffs too.
+    param.set_force_backward(true);
+    Net net(param, options);
+    for (MemoryPlan mode : {MemoryPlan::kInference, MemoryPlan::kTraining}) {
+      SCOPED_TRACE(model + (mode == MemoryPlan::kTraining ? " training" : " inference"));
+      const MemoryPlanLayout layout = PlanNetMemory(net, mode, {});
+      std::vector<const MemoryPlanLayout::Group*> groups;
+      for (const auto* kind : {&layout.data_groups, &layout.diff_groups})
+        for (const MemoryPlanLayout::Group& g : *kind)
+          if (g.planned) groups.push_back(&g);
+      ASSERT_FALSE(groups.empty());
+      int last_step = 0;
+      for (const auto* g : groups) {
+        ASSERT_GE(g->offset, 0);
+        EXPECT_EQ(g->offset % 256, 0);
+        EXPECT_LE(static_cast<size_t>(g->offset) + g->bytes, layout.arena_bytes);
+        last_step = std::max(last_step, g->last);
+      }
+      for (size_t i = 0; i < groups.size(); ++i)
+        for (size_t j = i + 1; j < groups.size(); ++j) {
+          const auto *a = groups[i], *b = groups[j];
+          if (a->first > b->last || b->first > a->last) continue;  // never live together
+          const bool apart =
+              static_cast<size_t>(a->offset) + a->bytes <= static_cast<size_t>(b->offset) ||
+              static_cast<size_t>(b->offset) + b->bytes <= static_cast<size_t>(a->offset);
+          EXPECT_TRUE(apart) << "groups " << i << " and " << j << " overlap in time and bytes";
+        }
+      for (int step = 0; step <= last_step; ++step) {
+        size_t live = 0;
+        for (const auto* g : groups) live += g->first <= step && step <= g->last ? g->bytes : 0;
+        EXPECT_LE(live, layout.arena_bytes) << "step " << step;
+      }
+    }
   }
 }
 

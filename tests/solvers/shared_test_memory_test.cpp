@@ -40,16 +40,18 @@ NetParameter WithDummyData(const std::string& model, int channels, int size, int
   return param;
 }
 
-// Bytes of the distinct memory allocated for the blobs (data and diff) of all the solver's nets.
+// Bytes of the distinct memory allocated for the blobs (data and diff) of all the solver's nets
+// (a planned arena once, whatever number of views its blobs use).
 size_t AllocatedActivationBytes(const Solver& solver) {
   std::set<const SyncedMemory*> seen;
   size_t bytes = 0;
   const auto count = [&](const Net& net) {
     for (const BlobPtr& blob : net.blobs())
-      for (const SyncedMemory* memory : {blob->data().get(), blob->diff().get()})
-        if (memory && memory->head() != SyncedMemory::Head::kUninitialized &&
-            seen.insert(memory).second)
-          bytes += memory->size();
+      for (const SyncedMemory* memory : {blob->data().get(), blob->diff().get()}) {
+        if (!memory || memory->head() == SyncedMemory::Head::kUninitialized) continue;
+        const SyncedMemory* allocation = memory->arena() ? memory->arena() : memory;
+        if (seen.insert(allocation).second) bytes += allocation->size();
+      }
   };
   count(*solver.net());
   for (const auto& net : solver.test_nets()) count(*net);
