@@ -4,6 +4,7 @@
 #include <unistd.h>
 
 #include <algorithm>
+#include <cctype>
 #include <chrono>
 #include <cmath>
 #include <cstdio>
@@ -238,7 +239,8 @@ std::string LoadImage(const std::string&, const Preprocessing&, float*) {
 
 bool IsImageFile(const fs::path& path) {
   std::string ext = path.extension().string();
-  std::transform(ext.begin(), ext.end(), ext.begin(), ::tolower);
+  std::transform(ext.begin(), ext.end(), ext.begin(),
+                 [](unsigned char c) { return static_cast<char>(std::tolower(c)); });
   for (const char* known :
        {".png", ".jpg", ".jpeg", ".bmp", ".ppm", ".pgm", ".pbm", ".tif", ".tiff", ".webp", ".jp2"})
     if (ext == known) return true;

@@ -49,7 +49,8 @@ enum class Format { kLmdb, kLevelDb, kNpy, kHdf5 };
 
 Format ParseFormat(const std::string& text) {
   std::string name = text;
-  std::transform(name.begin(), name.end(), name.begin(), ::tolower);
+  std::transform(name.begin(), name.end(), name.begin(),
+                 [](unsigned char c) { return static_cast<char>(std::tolower(c)); });
   if (name == "lmdb") return Format::kLmdb;
   if (name == "leveldb") return Format::kLevelDb;
   if (name == "npy") return Format::kNpy;

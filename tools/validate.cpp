@@ -16,6 +16,7 @@
 #include <string>
 #include <vector>
 
+#include "core/closest_name.hpp"
 #include "crema/layer_registry.hpp"
 #include "crema/net.hpp"
 #include "crema/solver.hpp"

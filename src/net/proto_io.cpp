@@ -22,6 +22,7 @@
 #include <string>
 #include <vector>
 
+#include "core/closest_name.hpp"
 #include "crema/error.hpp"
 #include "net/upgrade.hpp"
 
@@ -56,25 +57,6 @@ std::string ReadWholeFile(const std::string& path) {
   }
   ::close(fd);
   return contents;
-}
-
-// ---- "did you mean" ----
-
-size_t EditDistance(const std::string& a, const std::string& b) {
-  std::vector<size_t> row(b.size() + 1);
-  for (size_t j = 0; j <= b.size(); ++j) row[j] = j;
-  for (size_t i = 1; i <= a.size(); ++i) {
-    size_t diagonal = row[0];
-    row[0] = i;
-    for (size_t j = 1; j <= b.size(); ++j) {
-      const size_t above = row[j];
-      const bool same = std::tolower(static_cast<unsigned char>(a[i - 1])) ==
-                        std::tolower(static_cast<unsigned char>(b[j - 1]));
-      row[j] = std::min({row[j] + 1, row[j - 1] + 1, diagonal + (same ? 0 : 1)});
-      diagonal = above;
-    }
-  }
-  return row[b.size()];
 }
 
 void CollectMessages(const pb::Descriptor* descriptor, std::set<const pb::Descriptor*>* seen) {
@@ -247,19 +229,6 @@ std::string Format(const std::string& path, const pb::TextFormat::ParseLocation&
 }
 
 }  // namespace
-
-std::string ClosestName(const std::string& name, const std::set<std::string>& candidates) {
-  std::string best;
-  size_t best_distance = std::max<size_t>(2, name.size() / 3) + 1;
-  for (const std::string& candidate : candidates) {
-    const size_t distance = EditDistance(name, candidate);
-    if (distance < best_distance) {
-      best_distance = distance;
-      best = candidate;
-    }
-  }
-  return best;
-}
 
 std::string ProtoSource::Locate(const pb::Message& root, const std::string& field_path) const {
   std::vector<PathPart> parts;

@@ -11,6 +11,7 @@
 #include <random>
 #include <sstream>
 
+#include "core/closest_name.hpp"
 #include "core/cuda_context.hpp"
 #include "core/rng.hpp"
 #include "crema/error.hpp"
@@ -29,20 +30,6 @@ namespace fs = std::filesystem;
 std::map<std::string, SolverRegistry::Creator>& Table() {
   static auto* table = new std::map<std::string, SolverRegistry::Creator>();
   return *table;
-}
-
-int EditDistance(const std::string& a, const std::string& b) {
-  std::vector<int> prev(b.size() + 1), cur(b.size() + 1);
-  for (size_t j = 0; j <= b.size(); ++j) prev[j] = static_cast<int>(j);
-  for (size_t i = 1; i <= a.size(); ++i) {
-    cur[0] = static_cast<int>(i);
-    for (size_t j = 1; j <= b.size(); ++j) {
-      const int same = std::tolower(a[i - 1]) == std::tolower(b[j - 1]) ? 0 : 1;
-      cur[j] = std::min({prev[j] + 1, cur[j - 1] + 1, prev[j - 1] + same});
-    }
-    std::swap(prev, cur);
-  }
-  return prev[b.size()];
 }
 
 std::string Where(const std::shared_ptr<const ProtoSource>& source, const SolverParameter& param,
@@ -98,16 +85,9 @@ std::unique_ptr<Solver> SolverRegistry::Create(const SolverParameter& param,
                                                const SolverOptions& opts) {
   auto it = Table().find(param.type());
   if (it == Table().end()) {
-    std::string best;
-    int best_distance = 1 << 30;
-    for (const auto& entry : Table()) {
-      const int d = EditDistance(param.type(), entry.first);
-      if (d < best_distance) best_distance = d, best = entry.first;
-    }
-    const int limit = std::max<int>(2, static_cast<int>(param.type().size()) / 3);
+    const std::string best = ClosestName(param.type(), Types());
     CREMA_THROW_CONFIG(Where(opts.source, param, "type"), "type: unknown solver type \"",
-                       param.type(), "\".",
-                       best_distance <= limit ? " Did you mean \"" + best + "\"?" : "",
+                       param.type(), "\".", best.empty() ? "" : " Did you mean \"" + best + "\"?",
                        " Known types: ", Join(Types()));
   }
   return it->second(param, opts);
