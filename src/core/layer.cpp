@@ -4,7 +4,6 @@
 #include <cstring>
 
 #include "core/workspace.hpp"
-#include "math/math.hpp"
 
 namespace crema {
 
@@ -79,9 +78,10 @@ void Layer::SetLossWeights(const BlobVec& top) {
     const double weight = layer_param_.loss_weight(i);
     set_loss(i, weight);
     if (weight == 0) continue;
-    CREMA_DISPATCH_FLOAT(
-        top[i]->dtype(), T,
-        cpu::Set<T>(top[i]->count(), static_cast<T>(weight), top[i]->mutable_cpu_diff<T>()));
+    CREMA_DISPATCH_FLOAT(top[i]->dtype(), T, {
+      T* diff = top[i]->mutable_cpu_diff<T>();
+      std::fill(diff, diff + top[i]->count(), static_cast<T>(weight));
+    });
   }
 }
 
@@ -95,10 +95,15 @@ double Layer::Forward(const BlobVec& bottom, const BlobVec& top) {
   double loss = 0;
   for (int i = 0; i < static_cast<int>(top.size()); ++i) {
     if (this->loss(i) == 0) continue;
-    // The loss weight sits in the top diff (see SetLossWeights).
-    CREMA_DISPATCH_FLOAT(
-        top[i]->dtype(), T,
-        loss += cpu::Dot<T>(top[i]->count(), top[i]->cpu_data<T>(), top[i]->cpu_diff<T>()));
+    // The loss weight sits in the top diff (see SetLossWeights). Summed in one fixed order (loss
+    // tops are scalars but for a few), as cpu::Dot does in deterministic mode.
+    CREMA_DISPATCH_FLOAT(top[i]->dtype(), T, {
+      const T* data = top[i]->cpu_data<T>();
+      const T* weights = top[i]->cpu_diff<T>();
+      T sum = 0;
+      for (int64_t k = 0; k < top[i]->count(); ++k) sum += data[k] * weights[k];
+      loss += sum;
+    });
   }
   return loss;
 }
