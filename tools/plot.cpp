@@ -21,6 +21,7 @@
 
 #include "crema/error.hpp"
 #include "flags.hpp"
+#include "io/json.hpp"
 #include "net/proto_io.hpp"
 #include "verb.hpp"
 
@@ -40,138 +41,6 @@ namespace {
 
 namespace fs = std::filesystem;
 
-// ---- a JSON reader for one metrics record (objects, arrays, strings, numbers, literals) ----
-
-struct JsonValue {
-  enum class Kind { kNull, kBool, kNumber, kString, kArray, kObject };
-  Kind kind = Kind::kNull;
-  double number = 0;
-  std::string text;
-  std::vector<JsonValue> items;
-  std::vector<std::pair<std::string, JsonValue>> members;
-
-  const JsonValue* Find(const std::string& key) const {
-    for (const auto& [name, value] : members)
-      if (name == key) return &value;
-    return nullptr;
-  }
-};
-
-struct JsonError {
-  std::string message;
-  size_t offset;
-};
-
-class JsonParser {
- public:
-  explicit JsonParser(const std::string& text) : text_(text) {}
-
-  JsonValue ParseDocument() {
-    JsonValue value = Parse(0);
-    SkipSpace();
-    if (pos_ != text_.size()) Fail("unexpected text after the JSON value");
-    return value;
-  }
-
- private:
-  [[noreturn]] void Fail(const std::string& message) const { throw JsonError{message, pos_}; }
-  void SkipSpace() {
-    while (pos_ < text_.size() && (text_[pos_] == ' ' || text_[pos_] == '\t' ||
-                                   text_[pos_] == '\r' || text_[pos_] == '\n'))
-      ++pos_;
-  }
-  void Expect(char c) {
-    SkipSpace();
-    if (pos_ >= text_.size() || text_[pos_] != c)
-      Fail(pos_ >= text_.size() ? StrCat("expected '", c, "', found the end of the line")
-                                : StrCat("expected '", c, "'"));
-    ++pos_;
-  }
-  bool Consume(char c) {
-    SkipSpace();
-    if (pos_ < text_.size() && text_[pos_] == c) {
-      ++pos_;
-      return true;
-    }
-    return false;
-  }
-
-  JsonValue Parse(int depth) {
-    if (depth > 64) Fail("nested too deeply");
-    SkipSpace();
-    if (pos_ >= text_.size()) Fail("expected a value, found the end of the line");
-    JsonValue value;
-    const char c = text_[pos_];
-    if (c == '{') {
-      ++pos_;
-      value.kind = JsonValue::Kind::kObject;
-      if (Consume('}')) return value;
-      do {
-        SkipSpace();
-        if (pos_ >= text_.size() || text_[pos_] != '"') Fail("expected a string key");
-        std::string key = ParseString();
-        Expect(':');
-        value.members.emplace_back(std::move(key), Parse(depth + 1));
-      } while (Consume(','));
-      Expect('}');
-    } else if (c == '[') {
-      ++pos_;
-      value.kind = JsonValue::Kind::kArray;
-      if (Consume(']')) return value;
-      do {
-        value.items.push_back(Parse(depth + 1));
-      } while (Consume(','));
-      Expect(']');
-    } else if (c == '"') {
-      value.kind = JsonValue::Kind::kString;
-      value.text = ParseString();
-    } else if (text_.compare(pos_, 4, "null") == 0) {
-      pos_ += 4;
-    } else if (text_.compare(pos_, 4, "true") == 0 || text_.compare(pos_, 5, "false") == 0) {
-      value.kind = JsonValue::Kind::kBool;
-      value.number = c == 't';
-      pos_ += c == 't' ? 4 : 5;
-    } else {
-      value.kind = JsonValue::Kind::kNumber;
-      const char* start = text_.c_str() + pos_;
-      char* end = nullptr;
-      value.number = std::strtod(start, &end);
-      if (end == start || !(c == '-' || (c >= '0' && c <= '9')))
-        Fail("expected a value (object, array, string, number, true, false or null)");
-      pos_ += static_cast<size_t>(end - start);
-    }
-    return value;
-  }
-
-  std::string ParseString() {
-    ++pos_;  // the opening quote
-    std::string out;
-    while (pos_ < text_.size() && text_[pos_] != '"') {
-      char c = text_[pos_++];
-      if (c != '\\') {
-        out += c;
-        continue;
-      }
-      if (pos_ >= text_.size()) break;
-      c = text_[pos_++];
-      if (c == 'u') {
-        if (pos_ + 4 > text_.size()) Fail("a truncated \\u escape");
-        const unsigned code = std::stoul(text_.substr(pos_, 4), nullptr, 16);
-        pos_ += 4;
-        out += code < 0x80 ? static_cast<char>(code) : '?';  // names are ASCII in practice
-      } else {
-        out += c == 'n' ? '\n' : c == 't' ? '\t' : c;
-      }
-    }
-    if (pos_ >= text_.size()) Fail("an unterminated string");
-    ++pos_;
-    return out;
-  }
-
-  const std::string& text_;
-  size_t pos_ = 0;
-};
-
 // ---- the metrics of one run ----
 
 struct Series {
@@ -189,15 +58,14 @@ struct Run {
   std::vector<std::pair<std::string, Series>> tests;  // panel title -> values, in file order
 };
 
-double NumberField(const JsonValue& record, const char* key, const std::string& where,
-                   bool required) {
-  const JsonValue* value = record.Find(key);
+double NumberField(const Json& record, const char* key, const std::string& where, bool required) {
+  const Json* value = record.Find(key);
   if (value == nullptr) {
     if (required) CREMA_THROW_CONFIG(where, ": the record has no \"", key, "\"");
     return NAN;
   }
-  if (value->kind == JsonValue::Kind::kNull) return NAN;
-  if (value->kind != JsonValue::Kind::kNumber)
+  if (value->type == Json::Type::kNull) return NAN;
+  if (value->type != Json::Type::kNumber)
     CREMA_THROW_CONFIG(where, ": \"", key, "\" must be a number");
   return value->number;
 }
@@ -222,45 +90,44 @@ Run ReadMetrics(const std::string& path, bool x_seconds) {
     const bool last_unterminated = in.eof();  // no newline after it: perhaps still being written
     if (line.find_first_not_of(" \t\r") == std::string::npos) continue;
     const std::string where = StrCat(path, ":", line_number);
-    JsonValue record;
+    Json record;
     try {
-      record = JsonParser(line).ParseDocument();
-    } catch (const JsonError& e) {
+      record = ParseJson(line);
+    } catch (const JsonSyntaxError& e) {
       if (last_unterminated) {
         LOG(WARNING) << where << ": skipped an incomplete last line (the run is writing it, or "
                      << "was stopped while writing it)";
         break;
       }
-      CREMA_THROW_CONFIG(where, ":", e.offset + 1, ": not a JSON metrics record: ", e.message);
+      CREMA_THROW_CONFIG(where, ":", e.offset() + 1, ": not a JSON metrics record: ", e.message());
     }
-    if (record.kind != JsonValue::Kind::kObject)
+    if (!record.is_object())
       CREMA_THROW_CONFIG(where, ": not a JSON metrics record: expected an object");
-    const JsonValue* phase = record.Find("phase");
-    if (phase == nullptr || phase->kind != JsonValue::Kind::kString)
+    const Json* phase = record.Find("phase");
+    if (phase == nullptr || phase->type != Json::Type::kString)
       CREMA_THROW_CONFIG(where, ": the record has no \"phase\" string");
-    if (phase->text != "train" && phase->text != "test") continue;  // other kinds: not plotted
+    if (phase->string != "train" && phase->string != "test") continue;  // other kinds: not plotted
     const double iter = NumberField(record, "iter", where, true);
     const double x = x_seconds ? NumberField(record, "time", where, true) : iter;
     if (!std::isfinite(x))
       CREMA_THROW_CONFIG(where, ": \"", x_seconds ? "time" : "iter", "\" must be a number");
     ++records;
-    if (phase->text == "train") {
+    if (phase->string == "train") {
       run.loss.Add(x, NumberField(record, "loss", where, true));
       run.lr.Add(x, NumberField(record, "lr", where, false));
       continue;
     }
     const double net = NumberField(record, "net", where, false);
-    const JsonValue* outputs = record.Find("outputs");
-    if (outputs == nullptr || outputs->kind != JsonValue::Kind::kObject)
+    const Json* outputs = record.Find("outputs");
+    if (outputs == nullptr || !outputs->is_object())
       CREMA_THROW_CONFIG(where, ": a test record needs an \"outputs\" object");
     const std::string prefix = std::isfinite(net) && net != 0
                                    ? StrCat("test net #", static_cast<int>(net), ": ")
                                    : "test: ";
-    for (const auto& [name, value] : outputs->members) {
-      if (value.kind != JsonValue::Kind::kNumber && value.kind != JsonValue::Kind::kNull)
+    for (const auto& [name, value] : outputs->object) {
+      if (value.type != Json::Type::kNumber && value.type != Json::Type::kNull)
         CREMA_THROW_CONFIG(where, ": outputs.", name, " must be a number");
-      TestSeries(&run, prefix + name)
-          ->Add(x, value.kind == JsonValue::Kind::kNull ? NAN : value.number);
+      TestSeries(&run, prefix + name)->Add(x, value.type == Json::Type::kNull ? NAN : value.number);
     }
   }
   if (records == 0) CREMA_THROW_CONFIG(path, ": no train or test records");

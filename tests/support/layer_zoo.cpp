@@ -6,7 +6,7 @@
 #include <fstream>
 
 #include "crema/layer_registry.hpp"
-#include "support/json.hpp"
+#include "io/json.hpp"
 #include "support/layer_test.hpp"
 #include "support/reference.hpp"
 
