@@ -137,7 +137,11 @@ TEST(PReLULayer, Errors) {
     layer->SetUp({&bottom}, {&top});
     ADD_FAILURE() << "expected a ConfigError";
   } catch (const ConfigError& e) {
-    EXPECT_NE(std::string(e.what()).find("negative slope count"), std::string::npos) << e.what();
+    EXPECT_NE(std::string(e.what()).find(
+                  "negative slopes shape mismatch: expected 3 values (3), got (4) (one per "
+                  "channel of the bottom)"),
+              std::string::npos)
+        << e.what();
   }
   // A later bottom with another channel count.
   auto ok = CreateLayer("type: 'PReLU'");
