@@ -144,23 +144,8 @@ bool ReadImageToDatum(const std::string& path, int label, int height, int width,
     datum->set_encoded(true);
     return true;
   }
-  // Caffe's CVMatToDatum: interleaved H x W x C -> C x H x W planes.
-  const int channels = image.channels(), rows = image.rows, cols = image.cols;
-  std::string bytes(static_cast<size_t>(channels) * rows * cols, '\0');
-  for (int h = 0; h < rows; ++h) {
-    const uint8_t* row = image.ptr<uint8_t>(h);
-    for (int w = 0; w < cols; ++w)
-      for (int c = 0; c < channels; ++c)
-        bytes[(static_cast<size_t>(c) * rows + h) * cols + w] =
-            static_cast<char>(row[w * channels + c]);
-  }
-  datum->set_channels(channels);
-  datum->set_height(rows);
-  datum->set_width(cols);
-  datum->clear_data();
-  datum->clear_float_data();
-  datum->set_encoded(false);
-  datum->set_data(std::move(bytes));
+  InterleavedToDatum(image.ptr<uint8_t>(0), image.step, image.channels(), image.rows, image.cols,
+                     datum);
   datum->set_label(label);
   return true;
 }
