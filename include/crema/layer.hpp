@@ -62,6 +62,9 @@ class Layer {
   virtual bool AutoTopBlobs() const { return false; }
   // Whether force_backward may make this bottom receive a gradient (false for labels).
   virtual bool AllowForceBackward(int bottom_index) const { return true; }
+  // False for layers whose tops pass no gradient back (Accuracy, ArgMax, Threshold): a non-zero
+  // loss_weight on their tops is then a ConfigError at set-up.
+  virtual bool HasGradient() const { return true; }
   // Whether a top may be the same blob as its bottom.
   virtual bool AllowsInPlace() const { return false; }
   // Whether ForwardGpu/BackwardGpu are real kernels (otherwise they run the CPU code).

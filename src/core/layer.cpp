@@ -77,6 +77,11 @@ void Layer::SetLossWeights(const BlobVec& top) {
                              ") or not at all, got ", num_loss_weights));
   for (int i = 0; i < static_cast<int>(top.size()); ++i) {
     const double weight = layer_param_.loss_weight(i);
+    if (weight != 0 && !HasGradient())
+      throw ConfigError(
+          ErrorPrefix(StrCat("loss_weight[", i, "]")) +
+          StrCat("loss_weight must be 0: ", type(),
+                 " has no gradient, so its top cannot be a loss (got loss_weight: ", weight, ")"));
     set_loss(i, weight);
     if (weight == 0) continue;
     CREMA_DISPATCH_FLOAT(top[i]->dtype(), T, {
