@@ -16,6 +16,7 @@
 #include "core/rng.hpp"
 #include "crema/error.hpp"
 #include "net/memory_plan.hpp"
+#include "net/output_means.hpp"
 #include "net/proto_io.hpp"
 #include "net/upgrade.hpp"
 #include "solvers/distributed.hpp"
@@ -894,8 +895,7 @@ void Solver::TestNet(int test_net_id, std::vector<std::pair<std::string, double>
   if (test_net_id < static_cast<int>(test_start_states_.size()))
     for (auto& [layer, start] : test_start_states_[test_net_id]) layer->RestoreDataState(start);
   const int test_iter = param_.test_iter(test_net_id);
-  std::vector<double> test_score;
-  std::vector<int> test_score_output_id;
+  OutputMeans means;
   double loss = 0;
   for (int i = 0; i < test_iter; ++i) {
     for (Action request = GetRequestedAction(); request != Action::kNone;
@@ -906,18 +906,7 @@ void Solver::TestNet(int test_net_id, std::vector<std::pair<std::string, double>
     if (requested_early_exit_) break;
     const double iter_loss = test_net.Forward();
     if (param_.test_compute_loss()) loss += iter_loss;
-    const BlobVec& result = test_net.output_blobs();
-    size_t index = 0;
-    for (size_t j = 0; j < result.size(); ++j) {
-      for (int64_t k = 0; k < result[j]->count(); ++k, ++index) {
-        if (i == 0) {
-          test_score.push_back(result[j]->data_at(k));
-          test_score_output_id.push_back(static_cast<int>(j));
-        } else {
-          test_score[index] += result[j]->data_at(k);
-        }
-      }
-    }
+    means.Add(test_net);
   }
   if (requested_early_exit_) {
     LOG(INFO) << "Test interrupted.";
@@ -928,18 +917,22 @@ void Solver::TestNet(int test_net_id, std::vector<std::pair<std::string, double>
     LOG(INFO) << "Test loss: " << loss;
   }
   scores->clear();
-  for (size_t i = 0; i < test_score.size(); ++i) {
-    const int blob_index = test_net.output_blob_indices()[test_score_output_id[i]];
-    const std::string& output_name = test_net.blob_names()[blob_index];
+  int score_index = 0;
+  for (const OutputMeans::Mean& mean : means.Means()) {
+    const int blob_index = test_net.output_blob_indices()[mean.output];
     const double loss_weight = test_net.blob_loss_weights()[blob_index];
-    const double mean_score = test_score[i] / test_iter;
-    scores->emplace_back(output_name, mean_score);
+    scores->emplace_back(mean.name, mean.value);
     std::ostringstream loss_msg;
     if (loss_weight)
-      loss_msg << " (* " << loss_weight << " = " << loss_weight * mean_score << " loss)";
-    LOG(INFO) << "    Test net output #" << i << ": " << output_name << " = " << mean_score
-              << loss_msg.str();
+      loss_msg << " (* " << loss_weight << " = " << loss_weight * mean.value << " loss)";
+    LOG(INFO) << "    Test net output #" << score_index++ << ": " << mean.name << " = "
+              << mean.value << loss_msg.str();
   }
+  // Outputs that changed size between batches have no element-wise mean (and no score).
+  for (const OutputMeans::Varying& output : means.VaryingOutputs())
+    LOG(INFO) << "    Test net output " << output.name
+              << ": not averaged, its size varies between batches (" << output.min_count << " to "
+              << output.max_count << " values per batch)";
 }
 
 // ---- learning rate ----

@@ -10,6 +10,7 @@
 #include "crema/layer_registry.hpp"
 #include "crema/proto.hpp"
 #include "io/npy.hpp"
+#include "solvers/datum_db.hpp"
 #include "support/reference.hpp"
 
 namespace crema {
@@ -143,6 +144,44 @@ TEST_F(CliTest, TruncatedWeightsIsConfigError) {
   const Result r = Crema("test --iterations 1 --model " + net_ + " --weights " + truncated);
   EXPECT_EQ(r.rc, 2) << r.output;
   EXPECT_NE(r.output.find("truncated.caffemodel"), std::string::npos) << r.output;
+}
+
+// An output whose size changes between batches (here Filter's kept items; DetectionOutput's
+// detections in practice) once aborted `crema test` when it grew and was averaged wrongly when it
+// shrank: it is reported by its sizes, and the other outputs are still averaged.
+TEST_F(CliTest, TestReportsOutputsThatChangeSize) {
+  for (const char* type : {"Data", "Filter", "Reduction"})
+    if (!LayerRegistry::Has(type)) GTEST_SKIP() << type << " not registered";
+  // Records 0..7 hold their index as their one pixel; the label selects: batch 0 (records 0-3)
+  // keeps one item, batch 1 (records 4-7) three.
+  const int labels[8] = {0, 0, 0, 1, 1, 0, 1, 1};
+  const std::string db = testing_db::WriteDatumDb(
+      "varying_lmdb", 8, 1, 1, 1, [](int i, int) { return static_cast<uint8_t>(i); },
+      [&](int i) { return labels[i]; });
+  const std::string net = dir_ + "/varying.prototxt";
+  WriteText(net, R"(name: "varying"
+layer { name: "data" type: "Data" top: "data" top: "label"
+        data_param { source: ")" +
+                     db + R"(" batch_size: 4 backend: LMDB } }
+layer { name: "filter" type: "Filter" bottom: "data" bottom: "label" top: "kept" }
+layer { name: "total" type: "Reduction" bottom: "data" top: "total" }
+)");
+  for (int iterations : {2, 3}) {
+    const Result r = Crema("test --model " + net + " --weights " + weights_ + " --iterations " +
+                           std::to_string(iterations));
+    ASSERT_EQ(r.rc, 0) << r.output;
+    // total: 0+1+2+3 = 6, then 4+5+6+7 = 22 (and 6 again for a third batch).
+    EXPECT_NE(r.output.find(iterations == 2 ? "\ntotal = 14\n" : "\ntotal = 11.3333\n"),
+              std::string::npos)
+        << r.output;
+    EXPECT_NE(
+        r.output.find(StrCat("kept: not averaged, its size varies between batches (1 to 3 "
+                             "values per batch, ",
+                             iterations == 2 ? 4 : 5, " in all over ", iterations, " batches")),
+        std::string::npos)
+        << r.output;
+    EXPECT_EQ(r.output.find("\nkept = "), std::string::npos) << r.output;  // no mean line
+  }
 }
 
 TEST_F(CliTest, InspectPrintsLayers) {
