@@ -9,7 +9,6 @@
 
 #include <algorithm>
 #include <cctype>
-#include <cerrno>
 #include <cstdio>
 #include <cstdlib>
 #include <fstream>
@@ -74,18 +73,14 @@ std::vector<std::pair<std::string, int>> ReadList(const std::string& list) {
   for (int number = 1; std::getline(in, line); ++number) {
     if (!line.empty() && line.back() == '\r') line.pop_back();
     if (line.find_first_not_of(" \t") == std::string::npos) continue;
-    const size_t pos = line.find_last_of(' ');
-    const std::string label = pos == std::string::npos ? "" : line.substr(pos + 1);
-    char* end = nullptr;
-    errno = 0;
-    const long value = std::strtol(label.c_str(), &end, 10);
-    if (pos == 0 || label.empty() || *end != '\0' || errno != 0 || value < INT32_MIN ||
-        value > INT32_MAX)
+    std::string path;
+    int label = 0;
+    if (!SplitPathLabel(line, &path, &label))
       CREMA_THROW_CONFIG(list, ":", number,
                          ": expected \"path label\" (an integer label after the "
                          "last space), got '",
                          line, "'");
-    lines.emplace_back(line.substr(0, pos), static_cast<int>(value));
+    lines.emplace_back(path, label);
   }
   if (lines.empty()) CREMA_THROW_RUNTIME("the list file '", list, "' lists no images");
   return lines;
