@@ -114,6 +114,17 @@ TEST_F(CliTest, UnknownVerbOrFlagIsUsageError) {
   EXPECT_EQ(r.rc, 2) << r.output;
 }
 
+// A malformed --gpu is a usage error naming the flag (exit 2), whether or not a GPU is present;
+// an id too large for an int once gave "error: stoi" and exit 1.
+TEST_F(CliTest, DeviceQueryGpuFlagErrorsNameTheFlag) {
+  for (const char* gpu : {"99999999999", "abc", "0,0", "-1", "1e3", "0x1"}) {
+    const Result r = Crema(std::string("device_query --gpu ") + gpu);
+    EXPECT_EQ(r.rc, 2) << gpu << ": " << r.output;
+    EXPECT_NE(r.output.find("--gpu"), std::string::npos) << gpu << ": " << r.output;
+    EXPECT_EQ(r.output.find("stoi"), std::string::npos) << gpu << ": " << r.output;
+  }
+}
+
 TEST_F(CliTest, MissingRequiredFlag) {
   const Result r = Crema("test");
   EXPECT_EQ(r.rc, 2) << r.output;
