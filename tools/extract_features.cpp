@@ -29,6 +29,7 @@
 #include "io/db.hpp"
 #include "io/hdf5.hpp"
 #include "io/npy.hpp"
+#include "net/weights_match.hpp"
 #include "staging.hpp"
 #include "verb.hpp"
 
@@ -213,7 +214,8 @@ int RunExtractFeatures(const std::vector<std::string>& args) {
       Net::FromFile(FLAGS_model, PhaseFromFlag(TEST), FLAGS_level, StagesFromFlag(), device);
   if (FLAGS_weights.empty())
     std::fprintf(stderr, "note: no --weights given: the layers keep their fillers' values\n");
-  for (const std::string& weights : SplitList(FLAGS_weights)) net->CopyTrainedLayersFrom(weights);
+  for (const std::string& weights : SplitList(FLAGS_weights))
+    CopyWeightsRequiringAMatch(net.get(), weights);
 
   std::set<std::string> seen, names;
   for (const std::string& blob : blobs) {

@@ -10,6 +10,7 @@
 #include "crema/net.hpp"
 #include "flags.hpp"
 #include "net/output_means.hpp"
+#include "net/weights_match.hpp"
 #include "verb.hpp"
 
 namespace crema::cli {
@@ -24,7 +25,8 @@ int RunTest(const std::vector<std::string>& args) {
   std::unique_ptr<Net> net = Net::FromFile(FLAGS_model, phase, FLAGS_level, StagesFromFlag(),
                                            device, MemoryPlanFromFlag(MemoryPlan::kInference));
   net->SetFoldBatchNorm(FLAGS_fold_bn);
-  for (const std::string& weights : SplitList(FLAGS_weights)) net->CopyTrainedLayersFrom(weights);
+  for (const std::string& weights : SplitList(FLAGS_weights))
+    CopyWeightsRequiringAMatch(net.get(), weights);
   net->set_check_finite(FLAGS_check_nan);
   LOG(INFO) << "Running for " << FLAGS_iterations << " iterations.";
 

@@ -17,10 +17,12 @@
 #include "net/memory_plan.hpp"
 #include "net/output_means.hpp"
 #include "net/proto_io.hpp"
+#include "net/weights_match.hpp"
 #include "solvers/distributed.hpp"
 #include "solvers/lr_policy.hpp"
 #include "solvers/progress_line.hpp"
 #include "solvers/solver_internal.hpp"
+#include "solvers/solver_warnings.hpp"
 #include "solvers/training_log.hpp"
 
 namespace crema {
@@ -103,6 +105,8 @@ Solver::Solver(const SolverParameter& param, const SolverOptions& options)
   if (param_.random_seed() >= 0) SetRandomSeed(param_.random_seed());
   InitTrainNet();
   ApplyEpochSettings();
+  for (const auto& [field, message] : SolverWarnings(param_))
+    LOG(WARNING) << ErrorAt(field) << message;
   InitTestNets();
   CheckMonitors();
   if (options_.progress) progress_ = std::make_unique<ProgressLine>();
@@ -185,7 +189,9 @@ void Solver::InitTrainNet() {
       const std::string beside = Resolve(options_.base_dir, file);
       if (!fs::exists(path, ec) && fs::exists(beside, ec)) path = beside;
       LOG(INFO) << "Loading weights " << path << " into the train net";
-      net_->CopyTrainedLayersFrom(path);
+      const std::string unmatched =
+          UnmatchedWeightsMessage(*net_, net_->CopyTrainedLayersFrom(path, false), path);
+      if (!unmatched.empty()) LOG(WARNING) << ErrorAt("weights") << unmatched;
     }
   }
 }

@@ -89,6 +89,26 @@ TEST(SolverCallbacks, TestOutputsThatChangeSizeGetNoScore) {
   EXPECT_DOUBLE_EQ(scores[0][0].second, (6 + 22) / 2.0);
 }
 
+// Settings that are legal but almost certainly a mistake are logged as warnings when the solver
+// is built (crema validate reports them too).
+TEST(SolverCallbacks, NegativeBaseLrAndNoIterationsWarn) {
+  std::string text = Net(1);
+  text.replace(text.find("base_lr: 0.01"), 13, "base_lr: -0.01");
+  ::testing::internal::CaptureStderr();
+  MakeSolver(text + " max_iter: 0");
+  std::string log = ::testing::internal::GetCapturedStderr();
+  EXPECT_NE(log.find("solver: base_lr is -0.01: a negative learning rate climbs the loss"),
+            std::string::npos)
+      << log;
+  EXPECT_NE(log.find("solver: max_iter is 0: no training iteration will run"), std::string::npos)
+      << log;
+  ::testing::internal::CaptureStderr();
+  MakeSolver(Net(1) + " max_iter: 5");
+  log = ::testing::internal::GetCapturedStderr();
+  EXPECT_EQ(log.find("base_lr is"), std::string::npos) << log;
+  EXPECT_EQ(log.find("max_iter is"), std::string::npos) << log;
+}
+
 TEST(SolverCallbacks, MetricsFileAndTensorBoardEvents) {
   const std::string dir = testing::TempDir();
   auto solver = MakeSolver(Net(1) + "max_iter: 6 snapshot: 3 snapshot_prefix: \"" + dir + "/m\"");

@@ -195,6 +195,34 @@ layer { name: "total" type: "Reduction" bottom: "data" top: "total" }
   }
 }
 
+// Weights that hold none of the net's layers (a zero-byte file parses as an empty NetParameter)
+// once ran the net on its fillers without a word.
+TEST_F(CliTest, WeightsMatchingNoLayerAreAnError) {
+  if (!TinyNetLayersRegistered()) GTEST_SKIP() << "Input/InnerProduct/ReLU not registered yet";
+  const std::string empty = dir_ + "/empty.caffemodel";
+  WriteText(empty, "");
+  NetParameter other;
+  other.add_layer()->set_name("conv1");
+  std::string bytes;
+  other.SerializeToString(&bytes);
+  const std::string unrelated = dir_ + "/other.caffemodel";
+  WriteText(unrelated, bytes);
+  const float x[3] = {1, 2, 3};
+  WriteNpyFloat32(dir_ + "/x1.npy", {1, 3}, x);
+  for (const std::string& weights : {empty, unrelated, weights_ + "," + empty}) {
+    for (const std::string& verb :
+         {"test --iterations 1 --model " + net_,
+          "forward --output_dir " + dir_ + "/o --input data=" + dir_ + "/x1.npy --model " + net_}) {
+      const Result r = Crema(verb + " --weights " + weights);
+      EXPECT_EQ(r.rc, 2) << verb << " " << weights << "\n" << r.output;
+      EXPECT_NE(r.output.find(": holds none of the 1 layer(s) with params of net \"tiny\" (ip)"),
+                std::string::npos)
+          << r.output;
+    }
+  }
+  EXPECT_EQ(Crema("test --iterations 1 --model " + net_ + " --weights " + weights_).rc, 0);
+}
+
 TEST_F(CliTest, InspectPrintsLayers) {
   if (!TinyNetLayersRegistered()) GTEST_SKIP() << "Input/InnerProduct/ReLU not registered yet";
   Result r = Crema("inspect --model " + net_);
