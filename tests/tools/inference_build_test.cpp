@@ -108,6 +108,15 @@ TEST(InferenceBuildTest, ClassifyExampleMatchesForward) {
     ++i;
   }
   EXPECT_EQ(i, 3) << output;
+  // A TOP_K that is not a whole number >= 1 is a usage error (exit 2), never a crash.
+  for (const char* bad : {"-3", "x", "2.5", "99999999999"}) {
+    EXPECT_EQ(RunCommand(classify + " " + deploy + " " + dir + "/lenet.caffemodel " + dir +
+                             "/input.raw " + dir + "/labels.txt " + bad,
+                         &output),
+              2)
+        << bad << ": " << output;
+    EXPECT_NE(output.find("TOP_K"), std::string::npos) << output;
+  }
 }
 
 }  // namespace
