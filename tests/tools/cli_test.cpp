@@ -12,27 +12,16 @@
 #include "io/npy.hpp"
 #include "solvers/datum_db.hpp"
 #include "support/reference.hpp"
+#include "support/run_command.hpp"
 
 namespace crema {
 namespace {
 
-struct Result {
-  int rc = -1;
-  std::string output;  // stdout and stderr together
-};
+using Result = testing::CommandResult;
 
 Result Crema(const std::string& args) {
-  const std::string command =
-      "CREMA_OPENBLAS_FIX=0 " + std::string(CREMA_BINARY_DIR) + "/crema " + args + " 2>&1";
-  Result result;
-  FILE* pipe = popen(command.c_str(), "r");
-  if (pipe == nullptr) return result;
-  char buffer[4096];
-  size_t n;
-  while ((n = fread(buffer, 1, sizeof(buffer), pipe)) > 0) result.output.append(buffer, n);
-  const int status = pclose(pipe);
-  result.rc = WIFEXITED(status) ? WEXITSTATUS(status) : 128 + WTERMSIG(status);
-  return result;
+  return testing::RunCommand("CREMA_OPENBLAS_FIX=0 " + std::string(CREMA_BINARY_DIR) + "/crema " +
+                             args);
 }
 
 void WriteText(const std::string& path, const std::string& text) {
