@@ -10,7 +10,7 @@ pkgs=(
   libopenblas-dev libopenblas-openmp-dev libdnnl-dev
   liblmdb-dev lmdb-utils libleveldb-dev
   libopencv-core-dev libopencv-imgproc-dev libopencv-imgcodecs-dev
-  libhdf5-dev
+  libhdf5-dev zlib1g-dev
   libopenmpi-dev openmpi-bin
   libgtest-dev libgmock-dev
   clang-14 libclang-rt-14-dev

@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # The one way to run crema's tests, locally and in CI: installs the Debian dependencies, builds
 # everything (the CUDA code too when the toolkit is present, even without a GPU) and runs ctest.
-# Tests that need ../shared/reference skip cleanly when it is absent; GPU tests skip without a GPU.
+# Tests that need ../shared/reference skip cleanly when it is absent (with CREMA_REQUIRE_REFERENCE=1,
+# as .ci/run sets it, they fail instead); GPU tests skip without a GPU.
 # Usage: scripts/test.sh [--sanitize | --no-sanitize] [--no-fuzz-smoke] [ctest args...]
 #   e.g. scripts/test.sh -R convolution
 #   After the unit tests, the same tests built with AddressSanitizer and UndefinedBehaviorSanitizer

@@ -4,6 +4,7 @@
 #include <unistd.h>
 
 #include <algorithm>
+#include <cctype>
 #include <chrono>
 #include <cmath>
 #include <cstdio>
@@ -19,6 +20,7 @@
 #include "io/npy.hpp"
 #include "net/net_json.hpp"
 #include "net/proto_io.hpp"
+#include "net/weights_match.hpp"
 #include "solvers/progress_line.hpp"
 #include "verb.hpp"
 
@@ -238,7 +240,8 @@ std::string LoadImage(const std::string&, const Preprocessing&, float*) {
 
 bool IsImageFile(const fs::path& path) {
   std::string ext = path.extension().string();
-  std::transform(ext.begin(), ext.end(), ext.begin(), ::tolower);
+  std::transform(ext.begin(), ext.end(), ext.begin(),
+                 [](unsigned char c) { return static_cast<char>(std::tolower(c)); });
   for (const char* known :
        {".png", ".jpg", ".jpeg", ".bmp", ".ppm", ".pgm", ".pbm", ".tif", ".tiff", ".webp", ".jp2"})
     if (ext == known) return true;
@@ -414,7 +417,8 @@ int RunClassify(const std::vector<std::string>& args) {
   std::unique_ptr<Net> net = Net::FromFile(FLAGS_model, TEST, 0, {}, DeviceFromFlags(),
                                            MemoryPlanFromFlag(MemoryPlan::kInference));
   net->SetFoldBatchNorm(FLAGS_fold_bn);
-  for (const std::string& weights : SplitList(FLAGS_weights)) net->CopyTrainedLayersFrom(weights);
+  for (const std::string& weights : SplitList(FLAGS_weights))
+    CopyWeightsRequiringAMatch(net.get(), weights);
   if (net->input_blobs().size() != 1 || net->input_blobs()[0]->num_axes() != 4)
     CREMA_THROW_CONFIG(FLAGS_model,
                        ": classify needs a net with one N x C x H x W input (an "

@@ -37,21 +37,8 @@ void DecodeNative(Datum* datum, const std::string& what) {
   if (image.empty() || image.depth() != CV_8U)
     CREMA_THROW_RUNTIME(what, ": cannot decode the encoded image (", data.size(),
                         " bytes; corrupt, or not a JPEG/PNG OpenCV can read)");
-  const int channels = image.channels(), rows = image.rows, cols = image.cols;
-  std::string bytes(static_cast<size_t>(channels) * rows * cols, '\0');
-  for (int h = 0; h < rows; ++h) {
-    const uint8_t* row = image.ptr<uint8_t>(h);
-    for (int w = 0; w < cols; ++w)
-      for (int c = 0; c < channels; ++c)
-        bytes[(static_cast<size_t>(c) * rows + h) * cols + w] =
-            static_cast<char>(row[w * channels + c]);
-  }
-  datum->set_channels(channels);
-  datum->set_height(rows);
-  datum->set_width(cols);
-  datum->clear_float_data();
-  datum->set_encoded(false);
-  datum->set_data(std::move(bytes));
+  InterleavedToDatum(image.ptr<uint8_t>(0), image.step, image.channels(), image.rows, image.cols,
+                     datum);
 #else
   CREMA_THROW_RUNTIME(what, " holds an encoded image; this crema was built without OpenCV");
 #endif

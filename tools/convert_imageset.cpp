@@ -9,7 +9,6 @@
 
 #include <algorithm>
 #include <cctype>
-#include <cerrno>
 #include <cstdio>
 #include <cstdlib>
 #include <fstream>
@@ -74,18 +73,14 @@ std::vector<std::pair<std::string, int>> ReadList(const std::string& list) {
   for (int number = 1; std::getline(in, line); ++number) {
     if (!line.empty() && line.back() == '\r') line.pop_back();
     if (line.find_first_not_of(" \t") == std::string::npos) continue;
-    const size_t pos = line.find_last_of(' ');
-    const std::string label = pos == std::string::npos ? "" : line.substr(pos + 1);
-    char* end = nullptr;
-    errno = 0;
-    const long value = std::strtol(label.c_str(), &end, 10);
-    if (pos == 0 || label.empty() || *end != '\0' || errno != 0 || value < INT32_MIN ||
-        value > INT32_MAX)
+    std::string path;
+    int label = 0;
+    if (!SplitPathLabel(line, &path, &label))
       CREMA_THROW_CONFIG(list, ":", number,
                          ": expected \"path label\" (an integer label after the "
                          "last space), got '",
                          line, "'");
-    lines.emplace_back(line.substr(0, pos), static_cast<int>(value));
+    lines.emplace_back(path, label);
   }
   if (lines.empty()) CREMA_THROW_RUNTIME("the list file '", list, "' lists no images");
   return lines;
@@ -144,23 +139,8 @@ bool ReadImageToDatum(const std::string& path, int label, int height, int width,
     datum->set_encoded(true);
     return true;
   }
-  // Caffe's CVMatToDatum: interleaved H x W x C -> C x H x W planes.
-  const int channels = image.channels(), rows = image.rows, cols = image.cols;
-  std::string bytes(static_cast<size_t>(channels) * rows * cols, '\0');
-  for (int h = 0; h < rows; ++h) {
-    const uint8_t* row = image.ptr<uint8_t>(h);
-    for (int w = 0; w < cols; ++w)
-      for (int c = 0; c < channels; ++c)
-        bytes[(static_cast<size_t>(c) * rows + h) * cols + w] =
-            static_cast<char>(row[w * channels + c]);
-  }
-  datum->set_channels(channels);
-  datum->set_height(rows);
-  datum->set_width(cols);
-  datum->clear_data();
-  datum->clear_float_data();
-  datum->set_encoded(false);
-  datum->set_data(std::move(bytes));
+  InterleavedToDatum(image.ptr<uint8_t>(0), image.step, image.channels(), image.rows, image.cols,
+                     datum);
   datum->set_label(label);
   return true;
 }

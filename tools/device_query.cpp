@@ -1,6 +1,4 @@
 // crema device_query: describes the CUDA devices (Caffe's `caffe device_query`).
-#include <algorithm>
-#include <cctype>
 #include <cstdio>
 #include <string>
 #include <vector>
@@ -14,21 +12,21 @@ namespace crema::cli {
 namespace {
 
 int RunDeviceQuery(const std::vector<std::string>& args) {
+  // The flag is read before the devices are looked at: a malformed --gpu is a usage error (exit
+  // 2) on any machine.
+  std::vector<int> ids =
+      FLAGS_gpu.empty() || FLAGS_gpu == "all" ? std::vector<int>{} : GpuIdsFromFlag();
   const int count = CudaDeviceCount();
   if (count == 0)
     CREMA_THROW_RUNTIME(
         "device_query: no CUDA device is visible (crema built without CUDA, no "
         "driver, or CUDA_VISIBLE_DEVICES hides them)");
-  std::vector<int> ids;
-  if (FLAGS_gpu.empty() || FLAGS_gpu == "all") {
+  if (ids.empty())
     for (int i = 0; i < count; ++i) ids.push_back(i);
-  } else {
-    for (const std::string& id : SplitList(FLAGS_gpu)) {
-      if (!std::all_of(id.begin(), id.end(), ::isdigit))
-        CREMA_THROW_CONFIG("--gpu: expected device ids or 'all', got \"", FLAGS_gpu, "\"");
-      ids.push_back(std::stoi(id));
-    }
-  }
+  for (int id : ids)
+    if (id >= count)
+      CREMA_THROW_RUNTIME("--gpu ", FLAGS_gpu, ": there is no CUDA device ", id, " (", count,
+                          " visible)");
   for (size_t i = 0; i < ids.size(); ++i) {
     std::printf("%s%s", i ? "\n" : "", CudaDeviceInfo(ids[i]).c_str());
   }

@@ -29,6 +29,7 @@
 #include "io/db.hpp"
 #include "io/hdf5.hpp"
 #include "io/npy.hpp"
+#include "net/weights_match.hpp"
 #include "staging.hpp"
 #include "verb.hpp"
 
@@ -49,7 +50,8 @@ enum class Format { kLmdb, kLevelDb, kNpy, kHdf5 };
 
 Format ParseFormat(const std::string& text) {
   std::string name = text;
-  std::transform(name.begin(), name.end(), name.begin(), ::tolower);
+  std::transform(name.begin(), name.end(), name.begin(),
+                 [](unsigned char c) { return static_cast<char>(std::tolower(c)); });
   if (name == "lmdb") return Format::kLmdb;
   if (name == "leveldb") return Format::kLevelDb;
   if (name == "npy") return Format::kNpy;
@@ -212,7 +214,8 @@ int RunExtractFeatures(const std::vector<std::string>& args) {
       Net::FromFile(FLAGS_model, PhaseFromFlag(TEST), FLAGS_level, StagesFromFlag(), device);
   if (FLAGS_weights.empty())
     std::fprintf(stderr, "note: no --weights given: the layers keep their fillers' values\n");
-  for (const std::string& weights : SplitList(FLAGS_weights)) net->CopyTrainedLayersFrom(weights);
+  for (const std::string& weights : SplitList(FLAGS_weights))
+    CopyWeightsRequiringAMatch(net.get(), weights);
 
   std::set<std::string> seen, names;
   for (const std::string& blob : blobs) {

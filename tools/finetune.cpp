@@ -8,6 +8,7 @@
 #include <regex>
 
 #include "flags.hpp"
+#include "net/weights_match.hpp"
 
 DEFINE_bool(skip_mismatched, false,
             "With --weights: a layer whose blobs differ in shape (or number) from the weights "
@@ -38,6 +39,8 @@ void CopyWeightsWithReport(Solver* solver, const std::vector<std::string>& files
         throw;
       throw ConfigError(what + " Or pass --skip-mismatched to keep its fillers.");
     }
+    const std::string unmatched = UnmatchedWeightsMessage(*solver->net(), copy, file);
+    if (!unmatched.empty()) LOG(WARNING) << "--weights " << unmatched;
     for (const std::string& layer : copy.copied) origins[layer].copied_from = file;
     for (const auto& [layer, reason] : copy.skipped)
       origins[layer].skipped.push_back(file + ": " + reason);

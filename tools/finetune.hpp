@@ -11,7 +11,8 @@ namespace crema::cli {
 // Copies each file, in order, into the train net and every test net (later files overwrite
 // earlier ones), then prints on stdout, for each layer of the train net with params, where its
 // values came from: a file, its fillers (no layer of that name), or its fillers because of a
-// shape mismatch (only with `skip_mismatched`; otherwise a mismatch is a ConfigError).
+// shape mismatch (only with `skip_mismatched`; otherwise a mismatch is a ConfigError). A file
+// that holds none of the train net's layers with params is warned about (an empty file?).
 void CopyWeightsWithReport(Solver* solver, const std::vector<std::string>& files,
                            bool skip_mismatched);
 // The regular expressions of --freeze: repetitions and comma-separated lists (a comma inside

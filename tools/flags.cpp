@@ -118,7 +118,8 @@ std::vector<int> GpuIdsFromFlag() {
   }
   std::vector<int> ids;
   for (const std::string& id : SplitList(FLAGS_gpu)) {
-    if (id.empty() || id.size() > 4 || !std::all_of(id.begin(), id.end(), ::isdigit))
+    if (id.empty() || id.size() > 4 ||
+        !std::all_of(id.begin(), id.end(), [](unsigned char c) { return std::isdigit(c); }))
       CREMA_THROW_CONFIG("--gpu: expected a device id, a list of ids or 'all', got \"", FLAGS_gpu,
                          "\"");
     const int value = std::stoi(id);
@@ -166,7 +167,8 @@ void ApplyCpuEngineFlag() {
 Phase PhaseFromFlag(Phase fallback) {
   if (FLAGS_phase.empty()) return fallback;
   std::string p = FLAGS_phase;
-  std::transform(p.begin(), p.end(), p.begin(), ::toupper);
+  std::transform(p.begin(), p.end(), p.begin(),
+                 [](unsigned char c) { return static_cast<char>(std::toupper(c)); });
   if (p == "TRAIN") return TRAIN;
   if (p == "TEST") return TEST;
   CREMA_THROW_CONFIG("--phase must be TRAIN or TEST, got \"", FLAGS_phase, "\"");

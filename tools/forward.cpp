@@ -13,6 +13,7 @@
 #include "flags.hpp"
 #include "io/npy.hpp"
 #include "net/proto_io.hpp"
+#include "net/weights_match.hpp"
 #include "verb.hpp"
 
 DEFINE_string(input, "",
@@ -64,7 +65,8 @@ int RunForward(const std::vector<std::string>& args) {
   std::unique_ptr<Net> net = Net::FromFile(
       FLAGS_model, phase, FLAGS_level, StagesFromFlag(), device,
       FLAGS_all_blobs ? MemoryPlan::kOff : MemoryPlanFromFlag(MemoryPlan::kInference));
-  for (const std::string& weights : SplitList(FLAGS_weights)) net->CopyTrainedLayersFrom(weights);
+  for (const std::string& weights : SplitList(FLAGS_weights))
+    CopyWeightsRequiringAMatch(net.get(), weights);
 
   std::string input_names;
   for (int id : net->input_blob_indices())

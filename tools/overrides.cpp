@@ -10,9 +10,11 @@
 #include <google/protobuf/text_format.h>
 
 #include <algorithm>
+#include <cctype>
 #include <filesystem>
 #include <memory>
 
+#include "core/closest_name.hpp"
 #include "crema/error.hpp"
 #include "net/proto_io.hpp"
 #include "net/upgrade.hpp"
@@ -40,7 +42,8 @@ std::vector<PathPart> SplitPath(const std::string& flag_text, const std::string&
     if (bracket != std::string::npos) {
       const std::string digits = part.substr(bracket + 1, part.size() - bracket - 2);
       if (part.back() != ']' || digits.empty() || digits.size() > 9 ||
-          !std::all_of(digits.begin(), digits.end(), ::isdigit))
+          !std::all_of(digits.begin(), digits.end(),
+                       [](unsigned char c) { return std::isdigit(c); }))
         CREMA_THROW_CONFIG(flag_text, ": bad index in \"", part, "\" (expected NAME[N])");
       parsed.index = std::stoi(digits);
     }

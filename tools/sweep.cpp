@@ -6,6 +6,7 @@
 #include <unistd.h>
 
 #include <algorithm>
+#include <cctype>
 #include <cerrno>
 #include <csignal>
 #include <cstdio>
@@ -269,7 +270,8 @@ int RunSweep(const std::vector<std::string>& args) {
       if (std::find(names.begin(), names.end(), s.first) == names.end()) names.push_back(s.first);
   const std::string metric = !FLAGS_metric.empty() ? FLAGS_metric : names.empty() ? "" : names[0];
   std::string lower = metric;
-  std::transform(lower.begin(), lower.end(), lower.begin(), ::tolower);
+  std::transform(lower.begin(), lower.end(), lower.begin(),
+                 [](unsigned char c) { return static_cast<char>(std::tolower(c)); });
   const bool maximize = !FLAGS_metric_mode.empty() ? FLAGS_metric_mode == "max"
                                                    : lower.find("loss") == std::string::npos &&
                                                          lower.find("error") == std::string::npos;

@@ -1,5 +1,5 @@
 // crema test: scores a trained net (Caffe's `caffe test`): --iterations forward passes, each
-// output averaged over the passes.
+// output averaged over the passes (outputs that change size between passes are counted instead).
 #include <glog/logging.h>
 
 #include <cstdio>
@@ -9,6 +9,8 @@
 
 #include "crema/net.hpp"
 #include "flags.hpp"
+#include "net/output_means.hpp"
+#include "net/weights_match.hpp"
 #include "verb.hpp"
 
 namespace crema::cli {
@@ -23,13 +25,14 @@ int RunTest(const std::vector<std::string>& args) {
   std::unique_ptr<Net> net = Net::FromFile(FLAGS_model, phase, FLAGS_level, StagesFromFlag(),
                                            device, MemoryPlanFromFlag(MemoryPlan::kInference));
   net->SetFoldBatchNorm(FLAGS_fold_bn);
-  for (const std::string& weights : SplitList(FLAGS_weights)) net->CopyTrainedLayersFrom(weights);
+  for (const std::string& weights : SplitList(FLAGS_weights))
+    CopyWeightsRequiringAMatch(net.get(), weights);
   net->set_check_finite(FLAGS_check_nan);
   LOG(INFO) << "Running for " << FLAGS_iterations << " iterations.";
 
-  // One running sum per output element, as Caffe's test tool.
-  std::vector<double> score;
-  std::vector<int> score_output;  // index into output_blobs() of each score
+  // One running sum per output element, as Caffe's test tool; outputs whose size changes between
+  // batches are counted instead (OutputMeans).
+  OutputMeans means;
   double loss = 0;
   for (int i = 0; i < FLAGS_iterations; ++i) {
     try {
@@ -37,37 +40,35 @@ int RunTest(const std::vector<std::string>& args) {
     } catch (const NonFiniteError& e) {
       CREMA_THROW_RUNTIME(e.what(), " at iteration ", i);
     }
-    size_t idx = 0;
+    means.Add(*net);
     for (size_t j = 0; j < net->output_blobs().size(); ++j) {
       const Blob& out = *net->output_blobs()[j];
       const std::string& name = net->blob_names()[net->output_blob_indices()[j]];
-      for (int64_t k = 0; k < out.count(); ++k, ++idx) {
-        const double value = out.data_at(k);
-        if (i == 0) {
-          score.push_back(value);
-          score_output.push_back(static_cast<int>(j));
-        } else {
-          CREMA_ASSERT(idx < score.size(), "output ", name, " changed size between batches");
-          score[idx] += value;
-        }
-        LOG(INFO) << "Batch " << i << ", " << name << " = " << static_cast<float>(value);
-      }
+      for (int64_t k = 0; k < out.count(); ++k)
+        LOG(INFO) << "Batch " << i << ", " << name << " = " << static_cast<float>(out.data_at(k));
     }
   }
   loss /= FLAGS_iterations;
   LOG(INFO) << "Loss: " << static_cast<float>(loss);
-  for (size_t i = 0; i < score.size(); ++i) {
-    const int blob_index = net->output_blob_indices()[score_output[i]];
-    const std::string& name = net->blob_names()[blob_index];
+  for (const OutputMeans::Mean& mean : means.Means()) {
+    const int blob_index = net->output_blob_indices()[mean.output];
     const double weight = net->blob_loss_weights()[blob_index];
-    const float mean = static_cast<float>(score[i] / FLAGS_iterations);
+    const float value = static_cast<float>(mean.value);
     std::ostringstream line;
-    line << name << " = " << mean;
+    line << mean.name << " = " << value;
     if (weight != 0)
-      line << " (* " << static_cast<float>(weight) << " = " << static_cast<float>(weight) * mean
+      line << " (* " << static_cast<float>(weight) << " = " << static_cast<float>(weight) * value
            << " loss)";
     LOG(INFO) << line.str();
     std::printf("%s\n", line.str().c_str());
+  }
+  for (const OutputMeans::Varying& output : means.VaryingOutputs()) {
+    const std::string line =
+        StrCat(output.name, ": not averaged, its size varies between batches (", output.min_count,
+               " to ", output.max_count, " values per batch, ", output.total_count, " in all over ",
+               means.passes(), " batches; each batch's values are in the log)");
+    LOG(INFO) << line;
+    std::printf("%s\n", line.c_str());
   }
   return 0;
 }
@@ -81,7 +82,10 @@ CREMA_REGISTER_VERB(test, "test", "score a trained net: average its outputs over
                     "Runs N forward passes (each reads one batch from the data layers), logs "
                     "every output per batch and prints the mean of each output element as "
                     "`name = value` lines on stdout; a loss output also shows its weighted value, "
-                    "e.g. `loss = 0.31 (* 1 = 0.31 loss)`, as Caffe's `caffe test` does.",
+                    "e.g. `loss = 0.31 (* 1 = 0.31 loss)`, as Caffe's `caffe test` does. An output "
+                    "whose size changes between batches (DetectionOutput's detections) has no "
+                    "mean: it is printed as `name: not averaged, its size varies between batches "
+                    "(MIN to MAX values per batch, ...)`, its values logged batch by batch.",
                     {"memory_plan", "fold_bn", "model", "weights", "iterations", "gpu", "math",
                      "cudnn_workspace_mb", "deterministic", "check_nan", "phase", "stage", "level"},
                     &crema::cli::RunTest);

@@ -16,12 +16,14 @@
 #include <string>
 #include <vector>
 
+#include "core/closest_name.hpp"
 #include "crema/layer_registry.hpp"
 #include "crema/net.hpp"
 #include "crema/solver.hpp"
 #include "flags.hpp"
 #include "net/proto_io.hpp"
 #include "net/upgrade.hpp"
+#include "solvers/solver_warnings.hpp"
 #include "verb.hpp"
 
 namespace crema::cli {
@@ -332,6 +334,7 @@ void CheckSolver(SolverParameter solver, const std::string& path,
   }
   if (solver.snapshot() > 0 && !solver.has_snapshot_prefix())
     report->Error(at("snapshot") + "snapshot is set but snapshot_prefix is not");
+  for (const auto& [field, message] : SolverWarnings(solver)) report->Warning(at(field) + message);
 
   const int num_train = solver.has_net() + solver.has_net_param() + solver.has_train_net() +
                         solver.has_train_net_param();
@@ -461,7 +464,8 @@ CREMA_REGISTER_VERB(
     "Tells a solver from a net by its fields and checks it: syntax, unknown fields (every one, "
     "with a \"did you mean\"), bottoms no earlier layer produces, layer parameters and shapes "
     "(the net is built on the CPU for TRAIN and TEST; a solver's train and test nets with its "
-    "train_state/test_state), and tops no layer reads (they become net outputs; tops of loss "
+    "train_state/test_state), settings legal but unlikely meant (a negative base_lr, max_iter 0: "
+    "warnings), and tops no layer reads (they become net outputs; tops of loss "
     "and Accuracy layers and of the last layer are taken as intended). A data layer whose "
     "source is missing is a warning: an ImageData layer with new_height/new_width (or "
     "crop_size) is shape-checked as an Input of that shape; otherwise the layers it feeds are "

@@ -8,6 +8,8 @@
 // input blob's C x H x W order (numpy: array.astype('float32').tofile(path)). LABELS has one
 // class name per line. Exit 0 on success, 2 on a configuration error, 1 on any other error.
 #include <algorithm>
+#include <cerrno>
+#include <cmath>
 #include <cstdio>
 #include <cstdlib>
 #include <fstream>
@@ -27,12 +29,24 @@
 
 namespace {
 
+// A number given on the command line or in the environment: ConfigError naming `what` unless
+// all of `text` is one.
+double ParseNumber(const std::string& what, const std::string& text) {
+  char* end = nullptr;
+  errno = 0;
+  const double value = std::strtod(text.c_str(), &end);
+  if (text.empty() || *end != '\0' || errno == ERANGE || !std::isfinite(value))
+    throw crema::ConfigError(what + ": \"" + text + "\" is not a number");
+  return value;
+}
+
 #ifdef CREMA_WITH_OPENCV
 std::vector<float> ParseList(const char* text) {
   std::vector<float> values;
   std::stringstream in(text == nullptr ? "" : text);
   std::string item;
-  while (std::getline(in, item, ',')) values.push_back(std::stof(item));
+  while (std::getline(in, item, ','))
+    values.push_back(static_cast<float>(ParseNumber("CREMA_MEAN", item)));
   return values;
 }
 #endif
@@ -48,7 +62,8 @@ void LoadInput(const std::string& path, crema::Blob* input) {
   image.convertTo(image, CV_32F);
   const std::vector<float> mean = ParseList(std::getenv("CREMA_MEAN"));
   const char* scale_text = std::getenv("CREMA_SCALE");
-  const float scale = scale_text == nullptr ? 1.f : std::stof(scale_text);
+  const float scale =
+      scale_text == nullptr ? 1.f : static_cast<float>(ParseNumber("CREMA_SCALE", scale_text));
   for (int c = 0; c < channels; ++c)
     for (int h = 0; h < height; ++h)
       for (int w = 0; w < width; ++w) {
@@ -94,7 +109,15 @@ int Run(int argc, char** argv) {
     if (!in) throw crema::RuntimeError(std::string(argv[4]) + ": cannot open the labels");
     for (std::string line; std::getline(in, line);) labels.push_back(line);
   }
-  const int top_k = std::min(classes, argc > 5 ? std::atoi(argv[5]) : 5);
+  int top_k = 5;
+  if (argc > 5) {
+    const double k = ParseNumber("TOP_K", argv[5]);
+    if (!(k >= 1 && k <= 1e9) || k != std::floor(k))
+      throw crema::ConfigError(std::string("TOP_K: \"") + argv[5] +
+                               "\" is not a whole number >= 1");
+    top_k = static_cast<int>(k);
+  }
+  top_k = std::min(classes, top_k);
   std::vector<int> order(classes);
   std::iota(order.begin(), order.end(), 0);
   std::partial_sort(order.begin(), order.begin() + top_k, order.end(),

@@ -62,6 +62,9 @@ class Layer {
   virtual bool AutoTopBlobs() const { return false; }
   // Whether force_backward may make this bottom receive a gradient (false for labels).
   virtual bool AllowForceBackward(int bottom_index) const { return true; }
+  // False for layers whose tops pass no gradient back (Accuracy, ArgMax, Threshold): a non-zero
+  // loss_weight on their tops is then a ConfigError at set-up.
+  virtual bool HasGradient() const { return true; }
   // Whether a top may be the same blob as its bottom.
   virtual bool AllowsInPlace() const { return false; }
   // Whether ForwardGpu/BackwardGpu are real kernels (otherwise they run the CPU code).
@@ -125,6 +128,37 @@ class Layer {
                            const BlobVec& bottom) {
     BackwardCpu(top, propagate_down, bottom);
   }
+
+  // A learnable blob as the layer creates it, to check blobs that came with the parameter
+  // (LayerParameter.blobs: a net saved with its weights) against, or to create it.
+  struct ExpectedBlob {
+    std::string name;        // "weight", "bias", "slopes", ... (for errors)
+    std::vector<int> shape;  // the shape the layer gives it
+    // Caffe checks only the number of values (PReLU, Normalize, Embed, Parameter); otherwise the
+    // shape must be this one or Caffe's legacy 4-D form of it (leading 1s).
+    bool any_shape_of_its_count = false;
+    // For SetUpLearnableBlobs: its filler and that field's path ("convolution_param.
+    // weight_filler", for errors); none: zeros.
+    const FillerParameter* filler = nullptr;
+    std::string filler_field = {};
+  };
+  // Loaded blobs: ConfigError (field "blobs") unless blobs_ holds one blob per entry of
+  // `expected` that fits it (`why`, when given, explains the expected shape); then reshapes each
+  // to its expected shape and converts it to the layer's dtype.
+  void AdoptLoadedBlobs(const std::vector<ExpectedBlob>& expected, const std::string& why = "");
+  // The learnable blobs of LayerSetUp: the loaded ones through AdoptLoadedBlobs when the
+  // parameter brought some, else new ones of the expected shapes, filled by their fillers.
+  void SetUpLearnableBlobs(const std::vector<ExpectedBlob>& expected, const std::string& why = "");
+  // The usual pair: "weight" and, with `bias_term`, "bias", filled by `<param_field>.weight_filler`
+  // and `.bias_filler` (`param_field`: "convolution_param", ...).
+  static std::vector<ExpectedBlob> WeightAndBias(const std::string& param_field,
+                                                 const std::vector<int>& weight_shape,
+                                                 const FillerParameter& weight_filler,
+                                                 bool bias_term, const std::vector<int>& bias_shape,
+                                                 const FillerParameter& bias_filler,
+                                                 bool any_shape_of_its_count = false);
+  // Only the conversion to the layer's dtype, for layers whose Reshape checks the shapes.
+  void ConvertLoadedBlobs();
 
   LayerParameter layer_param_;
   Phase phase_;

@@ -89,7 +89,8 @@ void AccuracyLayer::ForwardCpu(const BlobVec& bottom, const BlobVec& top) {
 void AccuracyLayer::BackwardCpu(const BlobVec& top, const std::vector<bool>& propagate_down,
                                 const BlobVec& bottom) {
   for (size_t i = 0; i < propagate_down.size(); ++i)
-    CREMA_ASSERT(!propagate_down[i], "Accuracy has no gradient (bottom ", i, ")");
+    CREMA_CHECK_SHAPE(!propagate_down[i], "Accuracy has no gradient (bottom ", i,
+                      "); nothing that needs a gradient may depend on its top");
 }
 
 CREMA_REGISTER_LAYER(Accuracy, AccuracyLayer);

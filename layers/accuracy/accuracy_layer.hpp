@@ -13,7 +13,8 @@ namespace crema {
 // outer * inner elements, values in [0, C); top[0] scalar; optional top[1] of shape (C): the
 // accuracy per true class (0 for classes that do not occur).
 // Params: accuracy_param { top_k (default 1), axis (default 1), ignore_label }.
-// No gradient: Backward with propagate_down set is an error, as Caffe's NOT_IMPLEMENTED.
+// No gradient: a loss_weight on a top is a ConfigError at set-up, and Backward with
+// propagate_down set is one too (Caffe's NOT_IMPLEMENTED aborts).
 // A label outside [0, C) that is not the ignore label is a RuntimeError.
 class AccuracyLayer final : public Layer {
  public:
@@ -25,6 +26,7 @@ class AccuracyLayer final : public Layer {
   int MinTopBlobs() const override { return 1; }
   int MaxTopBlobs() const override { return 2; }
   bool AllowForceBackward(int bottom_index) const override { return false; }
+  bool HasGradient() const override { return false; }
 
  protected:
   void ForwardCpu(const BlobVec& bottom, const BlobVec& top) override;

@@ -3,12 +3,15 @@
 #include <gtest/gtest.h>
 
 #include <cmath>
+#include <fstream>
 #include <string>
 #include <tuple>
 #include <vector>
 
 #include "crema/device.hpp"
+#include "crema/net.hpp"
 #include "support/layer_test.hpp"
+#include "support/reference.hpp"
 
 CREMA_LAYER_CONFORMANCE(
     Accuracy, LayerCase("", {{10, 5}, {10}}).Integer(1, 5).NoGradient(0),
@@ -144,7 +147,7 @@ TEST(AccuracyLayer, LabelCountMismatchIsConfigError) {
   EXPECT_THROW(layer->SetUp({scores.get(), label.get()}, {&top}), ConfigError);
 }
 
-TEST(AccuracyLayerDeathTest, BackwardIsNotImplemented) {
+TEST(AccuracyLayer, BackwardIsAConfigError) {
   auto layer = CreateLayer("type: 'Accuracy'");
   auto scores = MakeBlob({4, 3}, kScores);
   auto label = MakeBlob({4}, kLabels);
@@ -152,8 +155,43 @@ TEST(AccuracyLayerDeathTest, BackwardIsNotImplemented) {
   layer->SetUp({scores.get(), label.get()}, {&top});
   layer->Forward({scores.get(), label.get()}, {&top});
   layer->Backward({&top}, {false, false}, {scores.get(), label.get()});  // nothing asked: fine
-  EXPECT_DEATH(layer->Backward({&top}, {true, false}, {scores.get(), label.get()}), "no gradient");
+  EXPECT_THROW(layer->Backward({&top}, {true, false}, {scores.get(), label.get()}), ConfigError);
   EXPECT_FALSE(layer->AllowForceBackward(0));
+  EXPECT_FALSE(layer->HasGradient());
+}
+
+// A loss_weight on an Accuracy top would make the net run its (missing) Backward: the net is
+// refused where it is built, naming the file, the line of the loss_weight and the layer.
+TEST(AccuracyLayer, LossWeightIsAConfigErrorAtNetBuild) {
+  const std::string path = TempDir() + "/accuracy_loss.prototxt";
+  std::ofstream(path) << R"(name: "n"
+layer { name: "data" type: "Input" top: "data" top: "label"
+        input_param { shape { dim: 4 dim: 3 } shape { dim: 4 } } }
+layer { name: "ip" type: "InnerProduct" bottom: "data" top: "ip"
+        inner_product_param { num_output: 3 } }
+layer { name: "loss" type: "SoftmaxWithLoss" bottom: "ip" bottom: "label" top: "loss" }
+layer { name: "acc" type: "Accuracy" bottom: "ip" bottom: "label" top: "acc"
+        loss_weight: 1 }
+)";
+  for (Phase phase : {TRAIN, TEST}) {
+    try {
+      Net::FromFile(path, phase);
+      ADD_FAILURE() << "expected a ConfigError";
+    } catch (const ConfigError& e) {
+      const std::string what = e.what();
+      EXPECT_NE(what.find(path + ":8:9: layer \"acc\" (Accuracy): loss_weight must be 0"),
+                std::string::npos)
+          << what;
+      EXPECT_NE(what.find("Accuracy has no gradient"), std::string::npos) << what;
+    }
+  }
+  // A zero weight is fine.
+  std::ofstream(path) << R"(name: "n"
+layer { name: "data" type: "Input" top: "data" top: "label"
+        input_param { shape { dim: 4 dim: 3 } shape { dim: 4 } } }
+layer { name: "acc" type: "Accuracy" bottom: "data" bottom: "label" top: "acc" loss_weight: 0 }
+)";
+  EXPECT_NO_THROW(Net::FromFile(path, TRAIN));
 }
 
 }  // namespace

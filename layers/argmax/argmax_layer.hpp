@@ -22,6 +22,7 @@ class ArgMaxLayer final : public Layer {
   int ExactNumBottomBlobs() const override { return 1; }
   int ExactNumTopBlobs() const override { return 1; }
   bool AllowForceBackward(int bottom_index) const override { return false; }
+  bool HasGradient() const override { return false; }
 
  protected:
   void ForwardCpu(const BlobVec& bottom, const BlobVec& top) override;

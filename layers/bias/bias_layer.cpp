@@ -19,11 +19,7 @@ void BiasLayer::LayerSetUp(const BlobVec& bottom, const BlobVec& top) {
     // The bias came with the parameter (a .caffemodel); Reshape checks its shape.
     CREMA_CHECK_PARAM(blobs_.size() == 1, "blobs", "must hold 1 blob (the bias), got ",
                       blobs_.size());
-    if (blobs_[0]->dtype() != dtype()) {
-      auto converted = std::make_shared<Blob>(blobs_[0]->shape(), dtype());
-      converted->CopyFrom(*blobs_[0]);
-      blobs_[0] = converted;
-    }
+    ConvertLoadedBlobs();
   } else {
     const int num_axes = bottom[0]->num_axes();
     const int axis = param.axis();

@@ -4,32 +4,12 @@
 #include <memory>
 #include <string>
 
-#include "core/filler.hpp"
 #include "core/workspace.hpp"
 #include "math/activation.hpp"
 #include "math/im2col.hpp"
 #include "math/math.hpp"
 
 namespace crema {
-namespace {
-
-std::string ShapeString(const std::vector<int>& shape) {
-  std::string s = "(";
-  for (size_t i = 0; i < shape.size(); ++i) s += (i ? " " : "") + std::to_string(shape[i]);
-  return s + ")";
-}
-
-// Whether weights read from a file fit `expected`: the same shape, or Caffe's legacy 4-D form of
-// it (leading axes of size 1, e.g. an old bias of (1, 1, 1, N)).
-bool FitsShape(const std::vector<int>& given, const std::vector<int>& expected) {
-  if (given == expected) return true;
-  if (given.size() != 4 || expected.size() > 4) return false;
-  std::vector<int> legacy(4 - expected.size(), 1);
-  legacy.insert(legacy.end(), expected.begin(), expected.end());
-  return given == legacy;
-}
-
-}  // namespace
 
 void BaseConvolutionLayer::ReadSpatialParam(const char* name, int num_values,
                                             const uint32_t* values, bool has_h, bool has_w,
@@ -132,39 +112,9 @@ void BaseConvolutionLayer::LayerSetUp(const BlobVec& bottom, const BlobVec& top)
   weight_shape.insert(weight_shape.end(), kernel_shape_.begin(), kernel_shape_.end());
   bias_term_ = param.bias_term();
   const std::vector<int> bias_shape = {num_output_};
-  if (!blobs_.empty()) {
-    // Weights came with the parameter (a .caffemodel): check them, skip the fillers.
-    CREMA_CHECK_PARAM(static_cast<int>(blobs_.size()) == 1 + (bias_term_ ? 1 : 0), "blobs",
-                      "must hold ", 1 + (bias_term_ ? 1 : 0), " blobs (weights",
-                      bias_term_ ? " and bias" : "", "), got ", blobs_.size());
-    CREMA_CHECK_PARAM(FitsShape(blobs_[0]->shape(), weight_shape), "blobs",
-                      "weight shape mismatch: expected ", ShapeString(weight_shape), ", got ",
-                      ShapeString(blobs_[0]->shape()));
-    if (bias_term_)
-      CREMA_CHECK_PARAM(FitsShape(blobs_[1]->shape(), bias_shape), "blobs",
-                        "bias shape mismatch: expected ", ShapeString(bias_shape), ", got ",
-                        ShapeString(blobs_[1]->shape()));
-    for (size_t i = 0; i < blobs_.size(); ++i) {
-      const std::vector<int>& shape = i == 0 ? weight_shape : bias_shape;
-      if (blobs_[i]->dtype() == dtype()) {
-        blobs_[i]->Reshape(shape);
-        continue;
-      }
-      auto converted = std::make_shared<Blob>(shape, dtype());
-      blobs_[i]->Reshape(shape);
-      converted->CopyFrom(*blobs_[i]);
-      blobs_[i] = converted;
-    }
-  } else {
-    blobs_.push_back(std::make_shared<Blob>(weight_shape, dtype()));
-    FillBlob(param.weight_filler(), blobs_[0].get(),
-             ErrorPrefix("convolution_param.weight_filler") + "convolution_param.weight_filler: ");
-    if (bias_term_) {
-      blobs_.push_back(std::make_shared<Blob>(bias_shape, dtype()));
-      FillBlob(param.bias_filler(), blobs_[1].get(),
-               ErrorPrefix("convolution_param.bias_filler") + "convolution_param.bias_filler: ");
-    }
-  }
+  // Weights that came with the parameter (a .caffemodel) are checked; else the fillers run.
+  SetUpLearnableBlobs(WeightAndBias("convolution_param", weight_shape, param.weight_filler(),
+                                    bias_term_, bias_shape, param.bias_filler()));
   kernel_dim_ = blobs_[0]->count(1);
   weight_offset_ = conv_out_channels_ * kernel_dim_ / group_;
   param_propagate_down_.assign(blobs_.size(), true);

@@ -4,7 +4,6 @@
 #include <memory>
 #include <string>
 
-#include "core/filler.hpp"
 #include "crema/layer_registry.hpp"
 #include "math/math.hpp"
 
@@ -21,33 +20,10 @@ void EmbedLayer::LayerSetUp(const BlobVec& bottom, const BlobVec& top) {
   bias_term_ = param.bias_term();
   const std::vector<int> weight_shape = {input_dim_, num_output_};
   const std::vector<int> bias_shape = {num_output_};
-  if (!blobs_.empty()) {
-    // Weights came with the parameter (a .caffemodel): check them, skip the fillers.
-    const size_t expected = bias_term_ ? 2 : 1;
-    CREMA_CHECK_PARAM(blobs_.size() == expected, "blobs", "must hold ", expected, " blobs (weights",
-                      bias_term_ ? " and bias" : "", "), got ", blobs_.size());
-    for (size_t i = 0; i < blobs_.size(); ++i) {
-      const std::vector<int>& shape = i == 0 ? weight_shape : bias_shape;
-      const int64_t count = i == 0 ? int64_t{input_dim_} * num_output_ : num_output_;
-      CREMA_CHECK_PARAM(blobs_[i]->count() == count, "blobs", i == 0 ? "weight" : "bias",
-                        " shape mismatch: expected ",
-                        i == 0 ? StrCat(input_dim_, " x ", num_output_) : StrCat(num_output_),
-                        " values, got shape ", blobs_[i]->shape_string());
-      auto converted = std::make_shared<Blob>(shape, dtype());
-      blobs_[i]->Reshape(shape);
-      converted->CopyFrom(*blobs_[i]);
-      blobs_[i] = converted;
-    }
-  } else {
-    blobs_.push_back(std::make_shared<Blob>(weight_shape, dtype()));
-    FillBlob(param.weight_filler(), blobs_[0].get(),
-             ErrorPrefix("embed_param.weight_filler") + "embed_param.weight_filler: ");
-    if (bias_term_) {
-      blobs_.push_back(std::make_shared<Blob>(bias_shape, dtype()));
-      FillBlob(param.bias_filler(), blobs_[1].get(),
-               ErrorPrefix("embed_param.bias_filler") + "embed_param.bias_filler: ");
-    }
-  }
+  // Weights that came with the parameter (a .caffemodel): Caffe checks only their counts.
+  SetUpLearnableBlobs(WeightAndBias("embed_param", weight_shape, param.weight_filler(), bias_term_,
+                                    bias_shape, param.bias_filler(),
+                                    /*any_shape_of_its_count=*/true));
   param_propagate_down_.assign(blobs_.size(), true);
 }
 

@@ -128,14 +128,17 @@ void ImageDataLayer::LayerSetUp(const BlobVec& bottom, const BlobVec& top) {
   for (int number = 1; std::getline(list, line); ++number) {
     if (!line.empty() && line.back() == '\r') line.pop_back();
     if (line.find_first_not_of(" \t") == std::string::npos) continue;
-    const size_t pos = line.find_last_of(' ');
-    if (pos == std::string::npos || pos + 1 == line.size())
-      throw RuntimeError(
-          ErrorPrefix("image_data_param.source") +
-          StrCat("line ", number, " of '", source_, "' is not \"path label\": '", line, "'"));
-    ListedPath(root_folder_, line.substr(0, pos), StrCat(source_, ":", number));
+    std::string path;
+    int label = 0;
+    if (!SplitPathLabel(line, &path, &label))
+      throw RuntimeError(ErrorPrefix("image_data_param.source") +
+                         StrCat(source_, ":", number,
+                                ": expected \"path label\" (an integer label after the last "
+                                "space), got '",
+                                line, "'"));
+    ListedPath(root_folder_, path, StrCat(source_, ":", number));
     if (listed++ % param.num_shards() != param.shard_id()) continue;
-    lines_.emplace_back(line.substr(0, pos), std::atoi(line.c_str() + pos + 1));
+    lines_.emplace_back(path, label);
   }
   if (lines_.empty())
     throw RuntimeError(

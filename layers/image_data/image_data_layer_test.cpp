@@ -259,6 +259,21 @@ TEST(ImageDataLayer, Errors) {
   ExpectRuntimeError(f.Make("").get(), "corrupt.png");
   std::ofstream(f.list) << "img0.png\n";
   ExpectRuntimeError(f.Make("").get(), "list.txt");
+  // A label that is not a whole int32 names the list file and line (it once read as 0).
+  for (const char* label : {"cat", "3x", "2147483648", "-2147483649", "1.5", ""}) {
+    std::ofstream(f.list) << "img0.png 1\n\nimg0.png " << label << "\n";
+    ExpectRuntimeError(f.Make("").get(), f.list + ":3: expected \"path label\"");
+  }
+  std::ofstream(f.list) << " 4\n";  // no path
+  ExpectRuntimeError(f.Make("").get(), f.list + ":1: expected \"path label\"");
+  std::ofstream(f.list) << "img0.png -2147483648\n";
+  {
+    auto layer = f.Make("");
+    Blob data, label;
+    layer->SetUp({}, {&data, &label});
+    layer->Forward({}, {&data, &label});
+    EXPECT_EQ(label.data_at(0), -2147483648.0);
+  }
   ExpectRuntimeError(
       CreateLayer("type: 'ImageData' image_data_param { source: '/nonexistent/l.txt' }").get(),
       "/nonexistent/l.txt");

@@ -3,32 +3,12 @@
 #include <memory>
 #include <string>
 
-#include "core/filler.hpp"
 #include "crema/layer_registry.hpp"
 #include "layers/inner_product/dnnl_inner_product.hpp"
 #include "math/activation.hpp"
 #include "math/math.hpp"
 
 namespace crema {
-namespace {
-
-std::string ShapeString(const std::vector<int>& shape) {
-  std::string s = "(";
-  for (size_t i = 0; i < shape.size(); ++i) s += (i ? " " : "") + std::to_string(shape[i]);
-  return s + ")";
-}
-
-// Whether weights read from a file fit `expected`: the same shape, or Caffe's legacy 4-D form of
-// it (leading axes of size 1, e.g. an old bias of (1, 1, 1, N)).
-bool FitsShape(const std::vector<int>& given, const std::vector<int>& expected) {
-  if (given == expected) return true;
-  if (given.size() != 4 || expected.size() > 4) return false;
-  std::vector<int> legacy(4 - expected.size(), 1);
-  legacy.insert(legacy.end(), expected.begin(), expected.end());
-  return given == legacy;
-}
-
-}  // namespace
 
 int InnerProductLayer::Axis(const Blob& bottom) const {
   const int axis = layer_param_.inner_product_param().axis();
@@ -52,41 +32,9 @@ void InnerProductLayer::LayerSetUp(const BlobVec& bottom, const BlobVec& top) {
   const std::vector<int> weight_shape =
       transpose_ ? std::vector<int>{K_, N_} : std::vector<int>{N_, K_};
   const std::vector<int> bias_shape = {N_};
-  if (!blobs_.empty()) {
-    // Weights came with the parameter (a .caffemodel): check them, skip the fillers.
-    CREMA_CHECK_PARAM(static_cast<int>(blobs_.size()) == 1 + (bias_term_ ? 1 : 0), "blobs",
-                      "must hold ", 1 + (bias_term_ ? 1 : 0), " blobs (weights",
-                      bias_term_ ? " and bias" : "", "), got ", blobs_.size());
-    CREMA_CHECK_PARAM(FitsShape(blobs_[0]->shape(), weight_shape), "blobs",
-                      "weight shape mismatch: expected ", ShapeString(weight_shape), ", got ",
-                      ShapeString(blobs_[0]->shape()));
-    if (bias_term_)
-      CREMA_CHECK_PARAM(FitsShape(blobs_[1]->shape(), bias_shape), "blobs",
-                        "bias shape mismatch: expected ", ShapeString(bias_shape), ", got ",
-                        ShapeString(blobs_[1]->shape()));
-    for (size_t i = 0; i < blobs_.size(); ++i) {
-      const std::vector<int>& shape = i == 0 ? weight_shape : bias_shape;
-      if (blobs_[i]->dtype() == dtype()) {
-        blobs_[i]->Reshape(shape);
-        continue;
-      }
-      auto converted = std::make_shared<Blob>(shape, dtype());
-      blobs_[i]->Reshape(shape);
-      converted->CopyFrom(*blobs_[i]);
-      blobs_[i] = converted;
-    }
-  } else {
-    blobs_.push_back(std::make_shared<Blob>(weight_shape, dtype()));
-    FillBlob(
-        param.weight_filler(), blobs_[0].get(),
-        ErrorPrefix("inner_product_param.weight_filler") + "inner_product_param.weight_filler: ");
-    if (bias_term_) {
-      blobs_.push_back(std::make_shared<Blob>(bias_shape, dtype()));
-      FillBlob(
-          param.bias_filler(), blobs_[1].get(),
-          ErrorPrefix("inner_product_param.bias_filler") + "inner_product_param.bias_filler: ");
-    }
-  }
+  // Weights that came with the parameter (a .caffemodel) are checked; else the fillers run.
+  SetUpLearnableBlobs(WeightAndBias("inner_product_param", weight_shape, param.weight_filler(),
+                                    bias_term_, bias_shape, param.bias_filler()));
   param_propagate_down_.assign(blobs_.size(), true);
   bias_multiplier_.set_dtype(dtype());
 }

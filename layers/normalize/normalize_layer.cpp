@@ -4,7 +4,6 @@
 #include <cmath>
 #include <memory>
 
-#include "core/filler.hpp"
 #include "crema/layer_registry.hpp"
 
 namespace crema {
@@ -19,31 +18,16 @@ void NormalizeLayer::LayerSetUp(const BlobVec& bottom, const BlobVec& top) {
   eps_ = param.eps();
   CREMA_CHECK_PARAM(eps_ >= 0, "norm_param.eps", "must be >= 0, got ", eps_);
   const int channels = bottom[0]->shape(1);
-  const int64_t expected = channel_shared_ ? 1 : channels;
-  if (!blobs_.empty()) {
-    // The scale came with the parameter (a .caffemodel).
-    CREMA_CHECK_PARAM(blobs_.size() == 1, "blobs", "must hold 1 blob (the scale), got ",
-                      blobs_.size());
-    CREMA_CHECK_PARAM(blobs_[0]->count() == expected, "blobs",
-                      "scale size is inconsistent with norm_param.channel_shared: expected ",
-                      expected, ", got ", blobs_[0]->count());
-    if (blobs_[0]->dtype() != dtype()) {
-      auto converted = std::make_shared<Blob>(blobs_[0]->shape(), dtype());
-      converted->CopyFrom(*blobs_[0]);
-      blobs_[0] = converted;
-    }
-  } else {
-    const std::vector<int> shape =
-        channel_shared_ ? std::vector<int>{} : std::vector<int>{channels};
-    blobs_.push_back(std::make_shared<Blob>(shape, dtype()));
-    FillerParameter filler = param.scale_filler();
-    if (!param.has_scale_filler()) {
-      filler.set_type("constant");
-      filler.set_value(1.0f);
-    }
-    FillBlob(filler, blobs_[0].get(),
-             ErrorPrefix("norm_param.scale_filler") + "norm_param.scale_filler: ");
+  const std::vector<int> shape = channel_shared_ ? std::vector<int>{} : std::vector<int>{channels};
+  FillerParameter filler = param.scale_filler();
+  if (!param.has_scale_filler()) {
+    filler.set_type("constant");
+    filler.set_value(1.0f);
   }
+  // A scale that came with the parameter (a .caffemodel): Caffe checks only its count.
+  SetUpLearnableBlobs(
+      {{"scale", shape, true, &filler, "norm_param.scale_filler"}},
+      channel_shared_ ? "one, norm_param.channel_shared is true" : "one per channel of the bottom");
   param_propagate_down_.assign(1, true);
 }
 

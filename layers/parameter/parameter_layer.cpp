@@ -18,21 +18,8 @@ void ParameterLayer::LayerSetUp(const BlobVec& bottom, const BlobVec& top) {
     shape.push_back(static_cast<int>(dim));
     count *= dim;
   }
-  if (!blobs_.empty()) {
-    // Loaded from a file (a .caffemodel): keep the values, as Caffe does.
-    CREMA_CHECK_PARAM(blobs_.size() == 1, "blobs", "must hold 1 blob, got ", blobs_.size());
-    CREMA_CHECK_PARAM(blobs_[0]->count() == count, "blobs", "the blob of shape ",
-                      blobs_[0]->shape_string(), " does not fit parameter_param.shape (", count,
-                      " elements)");
-    if (blobs_[0]->dtype() != dtype()) {
-      auto converted = std::make_shared<Blob>(blobs_[0]->shape(), dtype());
-      converted->CopyFrom(*blobs_[0]);
-      blobs_[0] = converted;
-    }
-  } else {
-    blobs_.push_back(std::make_shared<Blob>(shape, dtype()));
-    blobs_[0]->SetDataZero();
-  }
+  // Loaded from a file (a .caffemodel): keep the values, as Caffe does; else zeros.
+  SetUpLearnableBlobs({{"parameter", shape, true}}, "parameter_param.shape");
   param_propagate_down_.assign(1, true);
   top[0]->Reshape(shape);
 }

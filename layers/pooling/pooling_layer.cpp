@@ -5,6 +5,7 @@
 #include <cmath>
 #include <vector>
 
+#include "core/rng.hpp"
 #include "crema/layer_registry.hpp"
 #include "layers/pooling/dnnl_pooling.hpp"
 #include "math/math.hpp"

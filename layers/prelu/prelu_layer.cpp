@@ -4,7 +4,6 @@
 #include <memory>
 #include <vector>
 
-#include "core/filler.hpp"
 #include "crema/layer_registry.hpp"
 
 namespace crema {
@@ -15,30 +14,16 @@ void PReLULayer::LayerSetUp(const BlobVec& bottom, const BlobVec& top) {
   const PReLUParameter& param = layer_param_.prelu_param();
   channel_shared_ = param.channel_shared();
   const int channels = bottom[0]->shape(1);
-  const int64_t expected = channel_shared_ ? 1 : channels;
-  if (!blobs_.empty()) {
-    // Slopes came with the parameter (a .caffemodel): Caffe checks only their count.
-    CREMA_CHECK_PARAM(blobs_.size() == 1, "blobs", "must hold 1 blob (the slopes), got ",
-                      blobs_.size());
-    CREMA_CHECK_PARAM(blobs_[0]->count() == expected, "blobs",
-                      "negative slope count is inconsistent with prelu_param.channel_shared: ",
-                      "expected ", expected, ", got ", blobs_[0]->count());
-    if (blobs_[0]->dtype() != dtype()) {
-      auto converted = std::make_shared<Blob>(blobs_[0]->shape(), dtype());
-      converted->CopyFrom(*blobs_[0]);
-      blobs_[0] = converted;
-    }
-  } else {
-    const std::vector<int> shape =
-        channel_shared_ ? std::vector<int>{} : std::vector<int>{channels};
-    blobs_.push_back(std::make_shared<Blob>(shape, dtype()));
-    FillerParameter filler = param.filler();
-    if (!param.has_filler()) {
-      filler.set_type("constant");
-      filler.set_value(0.25f);
-    }
-    FillBlob(filler, blobs_[0].get(), ErrorPrefix("prelu_param.filler") + "prelu_param.filler: ");
+  const std::vector<int> shape = channel_shared_ ? std::vector<int>{} : std::vector<int>{channels};
+  FillerParameter filler = param.filler();
+  if (!param.has_filler()) {
+    filler.set_type("constant");
+    filler.set_value(0.25f);
   }
+  // Slopes that came with the parameter (a .caffemodel): Caffe checks only their count.
+  SetUpLearnableBlobs({{"negative slopes", shape, true, &filler, "prelu_param.filler"}},
+                      channel_shared_ ? "one, prelu_param.channel_shared is true"
+                                      : "one per channel of the bottom");
   param_propagate_down_.assign(1, true);
 }
 

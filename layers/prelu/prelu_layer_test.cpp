@@ -100,27 +100,30 @@ TEST(PReLULayer, InPlaceUsesTheInputForGradients) {
   EXPECT_EQ(DiffOf(*layer->blobs()[0]), std::vector<double>{-6});
 }
 
-// Without param_propagate_down the slope diff is left alone, on the CPU and on the GPU.
-TEST(PReLULayer, FrozenSlopesKeepTheirDiff) {
-  std::vector<Device> devices = {Device::Cpu()};
-  if (CudaDeviceCount() > 0) {
-    SetCudaDevice(0);
-    devices.push_back(Device::Cuda(0));
-  }
-  for (const Device& device : devices) {
-    auto layer = CreateLayer("type: 'PReLU'");
-    layer->set_device(device);
-    auto bottom = MakeBlob({1, 2, 2}, {-1, 2, -3, 4});
-    Blob top(DataType::kFloat64);
-    layer->SetUp({bottom.get()}, {&top});
-    layer->Forward({bottom.get()}, {&top});
-    SetDiffOf(&top, {1, 1, 1, 1});
-    SetDiffOf(layer->blobs()[0].get(), {7, 8});
-    layer->set_param_propagate_down(0, false);
-    layer->Backward({&top}, {true}, {bottom.get()});
-    EXPECT_EQ(DiffOf(*layer->blobs()[0]), (std::vector<double>{7, 8}));
-    EXPECT_EQ(DiffOf(*bottom), (std::vector<double>{0.25, 1, 0.25, 1}));
-  }
+// Without param_propagate_down the slope diff is left alone.
+void CheckFrozenSlopesKeepTheirDiff(const Device& device) {
+  auto layer = CreateLayer("type: 'PReLU'");
+  layer->set_device(device);
+  auto bottom = MakeBlob({1, 2, 2}, {-1, 2, -3, 4});
+  Blob top(DataType::kFloat64);
+  layer->SetUp({bottom.get()}, {&top});
+  layer->Forward({bottom.get()}, {&top});
+  SetDiffOf(&top, {1, 1, 1, 1});
+  SetDiffOf(layer->blobs()[0].get(), {7, 8});
+  layer->set_param_propagate_down(0, false);
+  layer->Backward({&top}, {true}, {bottom.get()});
+  EXPECT_EQ(DiffOf(*layer->blobs()[0]), (std::vector<double>{7, 8}));
+  EXPECT_EQ(DiffOf(*bottom), (std::vector<double>{0.25, 1, 0.25, 1}));
+}
+
+TEST(PReLULayer, FrozenSlopesKeepTheirDiffOnTheCpu) {
+  CheckFrozenSlopesKeepTheirDiff(Device::Cpu());
+}
+
+TEST(PReLULayer, FrozenSlopesKeepTheirDiffOnTheGpu) {
+  if (CudaDeviceCount() == 0) GTEST_SKIP() << "no CUDA device";
+  SetCudaDevice(0);
+  CheckFrozenSlopesKeepTheirDiff(Device::Cuda(0));
 }
 
 TEST(PReLULayer, Errors) {
@@ -137,7 +140,11 @@ TEST(PReLULayer, Errors) {
     layer->SetUp({&bottom}, {&top});
     ADD_FAILURE() << "expected a ConfigError";
   } catch (const ConfigError& e) {
-    EXPECT_NE(std::string(e.what()).find("negative slope count"), std::string::npos) << e.what();
+    EXPECT_NE(std::string(e.what()).find(
+                  "negative slopes shape mismatch: expected 3 values (3), got (4) (one per "
+                  "channel of the bottom)"),
+              std::string::npos)
+        << e.what();
   }
   // A later bottom with another channel count.
   auto ok = CreateLayer("type: 'PReLU'");

@@ -73,11 +73,16 @@ TEST(PriorBoxLayer, SsdBoxesByHand) {
         }
       }
     }
-    // Spot values written out: the first cell's min box and its ratio-2 box.
-    EXPECT_NEAR(expected[0], 0.2, 1e-12);
-    EXPECT_NEAR(expected[3], 0.3, 1e-12);
-    EXPECT_NEAR(expected[8], (75 - 21.2132034) / 300, 1e-8);
-    EXPECT_NEAR(expected[9], (75 - 10.6066017) / 300, 1e-8);
+    // The first cell's four boxes and the last cell's first, in numbers worked out by hand
+    // (half sides 15, sqrt(1800) / 2 = 21.2132034, 30 sqrt2 / 2 and 30 / sqrt2 / 2), checked on
+    // the layer's output independently of the loop above.
+    const double first_cell[16] = {0.2,        0.2,        0.3,        0.3,
+                                   0.17928932, 0.17928932, 0.32071068, 0.32071068,
+                                   0.17928932, 0.21464466, 0.32071068, 0.28535534,
+                                   0.21464466, 0.17928932, 0.28535534, 0.32071068};
+    for (int i = 0; i < 16; ++i) EXPECT_NEAR(top[i], first_cell[i], 1e-6) << i;
+    const double last_cell_min_box[4] = {0.7, 0.7, 0.8, 0.8};
+    for (int i = 0; i < 4; ++i) EXPECT_NEAR(top[48 + i], last_cell_min_box[i], 1e-6) << i;
     ExpectNear(std::vector<double>(top.begin(), top.begin() + 64),
                std::vector<double>(expected.begin(), expected.begin() + 64), 1e-6, "boxes");
     std::vector<double> variances(top.begin() + 64, top.end());

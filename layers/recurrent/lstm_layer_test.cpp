@@ -253,7 +253,8 @@ TEST(LSTMErrors, ParametersShapesAndBlobs) {
     bad->SetUp({x.get(), cont.get()}, {&top});
     FAIL() << "expected a ConfigError";
   } catch (const ConfigError& e) {
-    EXPECT_NE(std::string(e.what()).find("blob 2 (W_hc) must have shape (8 2)"), std::string::npos)
+    EXPECT_NE(std::string(e.what()).find("W_hc shape mismatch: expected (8 2), got (8 3)"),
+              std::string::npos)
         << e.what();
   }
   auto lstm = CreateLayer("type: 'LSTM' recurrent_param { num_output: 2 }");

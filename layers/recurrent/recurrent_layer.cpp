@@ -5,20 +5,10 @@
 #include <cmath>
 #include <string>
 
-#include "core/filler.hpp"
 #include "layers/recurrent/recurrent_ops.hpp"
 #include "math/math.hpp"
 
 namespace crema {
-namespace {
-
-std::string ShapeString(const std::vector<int>& shape) {
-  std::string s = "(";
-  for (size_t i = 0; i < shape.size(); ++i) s += (i ? " " : "") + std::to_string(shape[i]);
-  return s + ")";
-}
-
-}  // namespace
 
 void RecurrentLayer::CheckBottoms(const BlobVec& bottom) const {
   CREMA_CHECK_SHAPE(bottom[0]->num_axes() >= 2,
@@ -59,33 +49,13 @@ void RecurrentLayer::LayerSetUp(const BlobVec& bottom, const BlobVec& top) {
                                   {"b", {GateDim()}, true}};
   if (static_input_) specs.push_back({"W_x_static", {GateDim(), static_dim_}, false});
   for (const ParamSpec& spec : RecurrentParams()) specs.push_back(spec);
-  if (!blobs_.empty()) {
-    // Weights came with the parameter (a .caffemodel): check them, skip the fillers.
-    CREMA_CHECK_PARAM(blobs_.size() == specs.size(), "blobs", "must hold ", specs.size(), " blobs",
-                      static_input_ ? " (with the static input)" : "", ", got ", blobs_.size());
-    for (size_t i = 0; i < specs.size(); ++i) {
-      int64_t count = 1;
-      for (int d : specs[i].shape) count *= d;
-      CREMA_CHECK_PARAM(blobs_[i]->count() == count &&
-                            (blobs_[i]->shape() == specs[i].shape || blobs_[i]->num_axes() == 4),
-                        "blobs", "blob ", i, " (", specs[i].name, ") must have shape ",
-                        ShapeString(specs[i].shape), ", got ", blobs_[i]->shape_string());
-      blobs_[i]->Reshape(specs[i].shape);
-      if (blobs_[i]->dtype() != dtype()) {
-        auto converted = std::make_shared<Blob>(specs[i].shape, dtype());
-        converted->CopyFrom(*blobs_[i]);
-        blobs_[i] = converted;
-      }
-    }
-  } else {
-    for (const ParamSpec& spec : specs) {
-      blobs_.push_back(std::make_shared<Blob>(spec.shape, dtype()));
-      const char* field =
-          spec.bias ? "recurrent_param.bias_filler" : "recurrent_param.weight_filler";
-      FillBlob(spec.bias ? param.bias_filler() : param.weight_filler(), blobs_.back().get(),
-               ErrorPrefix(field) + field + ": ");
-    }
-  }
+  // Weights that came with the parameter (a .caffemodel) are checked; else the fillers run.
+  std::vector<ExpectedBlob> learned;
+  for (const ParamSpec& spec : specs)
+    learned.push_back(
+        {spec.name, spec.shape, false, spec.bias ? &param.bias_filler() : &param.weight_filler(),
+         spec.bias ? "recurrent_param.bias_filler" : "recurrent_param.weight_filler"});
+  SetUpLearnableBlobs(learned, static_input_ ? "with the static input" : "");
   param_propagate_down_.assign(blobs_.size(), true);
   carried_.clear();
   for (int k = 0; k < NumStates(); ++k) carried_.push_back(std::make_unique<Blob>(dtype()));

@@ -11,6 +11,7 @@ class ThresholdLayer final : public NeuronLayer {
   using NeuronLayer::NeuronLayer;
   const char* type() const override { return "Threshold"; }
   bool AllowForceBackward(int bottom_index) const override { return false; }
+  bool HasGradient() const override { return false; }
 
  protected:
   void ForwardCpu(const BlobVec& bottom, const BlobVec& top) override;

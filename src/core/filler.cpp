@@ -1,9 +1,10 @@
 #include "core/filler.hpp"
 
+#include <algorithm>
 #include <cmath>
 #include <vector>
 
-#include "math/math.hpp"
+#include "core/rng.hpp"
 
 namespace crema {
 namespace {
@@ -43,7 +44,8 @@ void Fill(const FillerParameter& param, Blob* blob, const std::string& context) 
   const int64_t count = blob->count();
   if (type == "constant") {
     RequireNoSparse(param, context);
-    cpu::Set<T>(count, static_cast<T>(param.value()), blob->mutable_cpu_data<T>());
+    T* data = blob->mutable_cpu_data<T>();
+    std::fill(data, data + count, static_cast<T>(param.value()));
   } else if (type == "uniform") {
     RequireNoSparse(param, context);
     if (!(param.min() <= param.max())) {

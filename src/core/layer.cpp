@@ -3,8 +3,8 @@
 #include <algorithm>
 #include <cstring>
 
+#include "core/filler.hpp"
 #include "core/workspace.hpp"
-#include "math/math.hpp"
 
 namespace crema {
 
@@ -77,11 +77,17 @@ void Layer::SetLossWeights(const BlobVec& top) {
                              ") or not at all, got ", num_loss_weights));
   for (int i = 0; i < static_cast<int>(top.size()); ++i) {
     const double weight = layer_param_.loss_weight(i);
+    if (weight != 0 && !HasGradient())
+      throw ConfigError(
+          ErrorPrefix(StrCat("loss_weight[", i, "]")) +
+          StrCat("loss_weight must be 0: ", type(),
+                 " has no gradient, so its top cannot be a loss (got loss_weight: ", weight, ")"));
     set_loss(i, weight);
     if (weight == 0) continue;
-    CREMA_DISPATCH_FLOAT(
-        top[i]->dtype(), T,
-        cpu::Set<T>(top[i]->count(), static_cast<T>(weight), top[i]->mutable_cpu_diff<T>()));
+    CREMA_DISPATCH_FLOAT(top[i]->dtype(), T, {
+      T* diff = top[i]->mutable_cpu_diff<T>();
+      std::fill(diff, diff + top[i]->count(), static_cast<T>(weight));
+    });
   }
 }
 
@@ -94,10 +100,15 @@ double Layer::Forward(const BlobVec& bottom, const BlobVec& top) {
   double loss = 0;
   for (int i = 0; i < static_cast<int>(top.size()); ++i) {
     if (this->loss(i) == 0) continue;
-    // The loss weight sits in the top diff (see SetLossWeights).
-    CREMA_DISPATCH_FLOAT(
-        top[i]->dtype(), T,
-        loss += cpu::Dot<T>(top[i]->count(), top[i]->cpu_data<T>(), top[i]->cpu_diff<T>()));
+    // The loss weight sits in the top diff (see SetLossWeights). Summed in one fixed order (loss
+    // tops are scalars but for a few), as cpu::Dot does in deterministic mode.
+    CREMA_DISPATCH_FLOAT(top[i]->dtype(), T, {
+      const T* data = top[i]->cpu_data<T>();
+      const T* weights = top[i]->cpu_diff<T>();
+      T sum = 0;
+      for (int64_t k = 0; k < top[i]->count(); ++k) sum += data[k] * weights[k];
+      loss += sum;
+    });
   }
   return loss;
 }
@@ -111,6 +122,89 @@ void Layer::Backward(const BlobVec& top, const std::vector<bool>& propagate_down
     BackwardGpu(top, propagate_down, bottom);
   else
     BackwardCpu(top, propagate_down, bottom);
+}
+
+namespace {
+
+std::string ShapeText(const std::vector<int>& shape) {
+  std::string text = "(";
+  for (size_t i = 0; i < shape.size(); ++i) text += (i ? " " : "") + std::to_string(shape[i]);
+  return text + ")";
+}
+
+// The shape, or Caffe's legacy 4-D form of it (leading axes of size 1, e.g. an old bias of
+// (1, 1, 1, N)).
+bool FitsShape(const std::vector<int>& given, const std::vector<int>& expected) {
+  if (given == expected) return true;
+  if (given.size() != 4 || expected.size() > 4) return false;
+  std::vector<int> legacy(4 - expected.size(), 1);
+  legacy.insert(legacy.end(), expected.begin(), expected.end());
+  return given == legacy;
+}
+
+}  // namespace
+
+void Layer::AdoptLoadedBlobs(const std::vector<ExpectedBlob>& expected, const std::string& why) {
+  const std::string explained = why.empty() ? "" : " (" + why + ")";
+  if (blobs_.size() != expected.size()) {
+    std::string names;
+    for (size_t i = 0; i < expected.size(); ++i)
+      names += (i == 0 ? "" : i + 1 == expected.size() ? " and " : ", ") + expected[i].name;
+    throw ConfigError(ErrorPrefix("blobs") + StrCat("blobs must hold ", expected.size(), " blob",
+                                                    expected.size() == 1 ? "" : "s", " (", names,
+                                                    "), got ", blobs_.size(), explained));
+  }
+  for (size_t i = 0; i < expected.size(); ++i) {
+    const ExpectedBlob& want = expected[i];
+    int64_t count = 1;
+    for (int d : want.shape) count *= d;
+    const bool fits = want.any_shape_of_its_count ? blobs_[i]->count() == count
+                                                  : FitsShape(blobs_[i]->shape(), want.shape);
+    if (!fits)
+      throw ConfigError(ErrorPrefix("blobs") +
+                        StrCat("blobs: ", want.name, " shape mismatch: expected ",
+                               want.any_shape_of_its_count ? StrCat(count, " values ") : "",
+                               ShapeText(want.shape), ", got ", ShapeText(blobs_[i]->shape()),
+                               explained));
+    blobs_[i]->Reshape(want.shape);
+  }
+  ConvertLoadedBlobs();
+}
+
+void Layer::SetUpLearnableBlobs(const std::vector<ExpectedBlob>& expected, const std::string& why) {
+  if (!blobs_.empty()) {
+    AdoptLoadedBlobs(expected, why);
+    return;
+  }
+  for (const ExpectedBlob& want : expected) {
+    blobs_.push_back(std::make_shared<Blob>(want.shape, dtype_));
+    if (want.filler == nullptr)
+      blobs_.back()->SetDataZero();
+    else
+      FillBlob(*want.filler, blobs_.back().get(),
+               ErrorPrefix(want.filler_field) + want.filler_field + ": ");
+  }
+}
+
+std::vector<Layer::ExpectedBlob> Layer::WeightAndBias(
+    const std::string& param_field, const std::vector<int>& weight_shape,
+    const FillerParameter& weight_filler, bool bias_term, const std::vector<int>& bias_shape,
+    const FillerParameter& bias_filler, bool any_shape_of_its_count) {
+  std::vector<ExpectedBlob> blobs = {{"weight", weight_shape, any_shape_of_its_count,
+                                      &weight_filler, param_field + ".weight_filler"}};
+  if (bias_term)
+    blobs.push_back(
+        {"bias", bias_shape, any_shape_of_its_count, &bias_filler, param_field + ".bias_filler"});
+  return blobs;
+}
+
+void Layer::ConvertLoadedBlobs() {
+  for (BlobPtr& blob : blobs_) {
+    if (blob->dtype() == dtype_) continue;
+    auto converted = std::make_shared<Blob>(blob->shape(), dtype_);
+    converted->CopyFrom(*blob);
+    blob = std::move(converted);
+  }
 }
 
 Workspace& Layer::workspace() {

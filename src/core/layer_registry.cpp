@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <map>
 
+#include "core/closest_name.hpp"
 #include "core/registration_capture.hpp"
 
 namespace crema {
@@ -18,20 +19,6 @@ std::map<std::string, LayerRegistry::Creator>& Table() {
 RegistrationCapture*& ActiveCapture() {
   static RegistrationCapture* capture = nullptr;
   return capture;
-}
-
-int EditDistance(const std::string& a, const std::string& b) {
-  std::vector<int> prev(b.size() + 1), cur(b.size() + 1);
-  for (size_t j = 0; j <= b.size(); ++j) prev[j] = static_cast<int>(j);
-  for (size_t i = 1; i <= a.size(); ++i) {
-    cur[0] = static_cast<int>(i);
-    for (size_t j = 1; j <= b.size(); ++j) {
-      const int same = std::tolower(a[i - 1]) == std::tolower(b[j - 1]) ? 0 : 1;
-      cur[j] = std::min({prev[j] + 1, cur[j - 1] + 1, prev[j - 1] + same});
-    }
-    std::swap(prev, cur);
-  }
-  return prev[b.size()];
 }
 
 }  // namespace
@@ -64,19 +51,7 @@ std::vector<std::string> LayerRegistry::Types() {
   return types;
 }
 
-std::string LayerRegistry::Suggest(const std::string& type) {
-  std::string best;
-  int best_distance = 1 << 30;
-  for (const auto& entry : Table()) {
-    const int d = EditDistance(type, entry.first);
-    if (d < best_distance) {
-      best_distance = d;
-      best = entry.first;
-    }
-  }
-  const int limit = std::max<int>(2, static_cast<int>(type.size()) / 3);
-  return best_distance <= limit ? best : "";
-}
+std::string LayerRegistry::Suggest(const std::string& type) { return ClosestName(type, Types()); }
 
 std::unique_ptr<Layer> LayerRegistry::Create(const LayerParameter& param) {
   auto it = Table().find(param.type());

@@ -14,6 +14,7 @@
 #include <mutex>
 #include <set>
 
+#include "core/closest_name.hpp"
 #include "core/registration_capture.hpp"
 #include "crema/layer_registry.hpp"
 
@@ -44,20 +45,6 @@ std::string Join(const std::vector<std::string>& parts, const char* separator) {
   std::string out;
   for (const std::string& part : parts) out += (out.empty() ? "" : separator) + part;
   return out;
-}
-
-// Case-insensitive, so that "Alpha" suggests "alpha".
-int EditDistance(const std::string& a, const std::string& b) {
-  std::vector<int> prev(b.size() + 1), cur(b.size() + 1);
-  for (size_t j = 0; j <= b.size(); ++j) prev[j] = static_cast<int>(j);
-  for (size_t i = 1; i <= a.size(); ++i) {
-    cur[0] = static_cast<int>(i);
-    for (size_t j = 1; j <= b.size(); ++j)
-      cur[j] = std::min({prev[j] + 1, cur[j - 1] + 1,
-                         prev[j - 1] + (std::tolower(a[i - 1]) == std::tolower(b[j - 1]) ? 0 : 1)});
-    std::swap(prev, cur);
-  }
-  return prev[b.size()];
 }
 
 // Re-throws a plugin error with `context` in front, keeping its kind (and exit code).
@@ -173,15 +160,7 @@ void CheckAttrNames(const Layer& layer, std::initializer_list<const char*> known
   std::vector<std::string> names(known.begin(), known.end());
   for (const std::string& key : keys) {
     if (std::find(names.begin(), names.end(), key) != names.end()) continue;
-    std::string best;
-    int best_distance = std::max<int>(2, static_cast<int>(key.size()) / 3) + 1;
-    for (const std::string& name : names) {
-      const int d = EditDistance(key, name);
-      if (d < best_distance) {
-        best_distance = d;
-        best = name;
-      }
-    }
+    const std::string best = ClosestName(key, names);
     throw ConfigError(layer.ErrorPrefix("plugin_param.attr") +
                       StrCat("unknown plugin_param.attr \"", key, "\".",
                              best.empty() ? "" : " Did you mean \"" + best + "\"?",

@@ -1,6 +1,9 @@
 #include "core/rng.hpp"
 
+#include <algorithm>
 #include <atomic>
+#include <cmath>
+#include <limits>
 #include <mutex>
 #include <sstream>
 
@@ -83,4 +86,55 @@ void SetEngineState(const std::string& state, std::mt19937* engine) {
   *engine = restored;
 }
 
+namespace cpu {
+
+// The Rng* functions stay serial: one engine, one fixed order of draws, so a seed fixes results.
+template <typename T>
+void RngUniform(int64_t n, T a, T b, T* r) {
+  CREMA_ASSERT(n >= 0, "n = ", n);
+  CREMA_ASSERT(a <= b, "uniform range [", a, ", ", b, "]");
+  // As Caffe: widen the half-open distribution by one ulp so that b itself can be drawn.
+  const T upper = std::nextafter(b, std::numeric_limits<T>::max());
+  std::uniform_real_distribution<T> distribution(a, upper);
+  RngEngine& engine = ThreadRng();
+  for (int64_t i = 0; i < n; ++i) {
+    // libstdc++ can round a draw up to the exclusive bound; keep results inside [a, b].
+    r[i] = std::min(distribution(engine), b);
+  }
+}
+
+template <typename T>
+void RngGaussian(int64_t n, T mean, T sigma, T* r) {
+  CREMA_ASSERT(n >= 0, "n = ", n);
+  CREMA_ASSERT(sigma > 0, "gaussian sigma ", sigma);
+  std::normal_distribution<T> distribution(mean, sigma);
+  RngEngine& engine = ThreadRng();
+  for (int64_t i = 0; i < n; ++i) r[i] = distribution(engine);
+}
+
+template <typename T>
+void RngBernoulli(int64_t n, T p, int* r) {
+  CREMA_ASSERT(n >= 0, "n = ", n);
+  CREMA_ASSERT(p >= 0 && p <= 1, "bernoulli p ", p);
+  std::bernoulli_distribution distribution(static_cast<double>(p));
+  RngEngine& engine = ThreadRng();
+  for (int64_t i = 0; i < n; ++i) r[i] = distribution(engine) ? 1 : 0;
+}
+
+void RngBernoulliUnsigned(int64_t n, double p, unsigned int* r) {
+  CREMA_ASSERT(n >= 0, "n = ", n);
+  CREMA_ASSERT(p >= 0 && p <= 1, "bernoulli p ", p);
+  std::bernoulli_distribution distribution(p);
+  RngEngine& engine = ThreadRng();
+  for (int64_t i = 0; i < n; ++i) r[i] = distribution(engine) ? 1u : 0u;
+}
+
+template void RngUniform<float>(int64_t, float, float, float*);
+template void RngUniform<double>(int64_t, double, double, double*);
+template void RngGaussian<float>(int64_t, float, float, float*);
+template void RngGaussian<double>(int64_t, double, double, double*);
+template void RngBernoulli<float>(int64_t, float, int*);
+template void RngBernoulli<double>(int64_t, double, int*);
+
+}  // namespace cpu
 }  // namespace crema

@@ -56,6 +56,24 @@ void ParseDatum(const std::string& bytes, Datum* datum, const std::string& what)
                         " bytes; the DB is corrupt or holds something else)");
 }
 
+void InterleavedToDatum(const uint8_t* pixels, size_t row_bytes, int channels, int rows, int cols,
+                        Datum* datum) {
+  std::string planes(static_cast<size_t>(channels) * rows * cols, '\0');
+  for (int h = 0; h < rows; ++h) {
+    const uint8_t* row = pixels + static_cast<size_t>(h) * row_bytes;
+    for (int w = 0; w < cols; ++w)
+      for (int c = 0; c < channels; ++c)
+        planes[(static_cast<size_t>(c) * rows + h) * cols + w] =
+            static_cast<char>(row[static_cast<size_t>(w) * channels + c]);
+  }
+  datum->set_channels(channels);
+  datum->set_height(rows);
+  datum->set_width(cols);
+  datum->clear_float_data();
+  datum->set_encoded(false);
+  datum->set_data(std::move(planes));
+}
+
 std::string EncodeImage(const uint8_t* planes, int channels, int height, int width,
                         const std::string& extension, int jpeg_quality) {
 #ifdef CREMA_WITH_OPENCV

@@ -97,6 +97,12 @@ class DataTransformer {
 std::string EncodeImage(const uint8_t* planes, int channels, int height, int width,
                         const std::string& extension, int jpeg_quality = 95);
 
+// Caffe's CVMatToDatum: `rows` x `cols` pixels of `channels` interleaved uint8 values (row r at
+// pixels + r * row_bytes, as an OpenCV Mat holds them) become raw C x H x W planes in `datum`:
+// data, channels, height and width set, float_data cleared, encoded false; the label is kept.
+void InterleavedToDatum(const uint8_t* pixels, size_t row_bytes, int channels, int rows, int cols,
+                        Datum* datum);
+
 // Parses a serialized Datum; RuntimeError "<what>: not a valid Datum ..." otherwise.
 void ParseDatum(const std::string& bytes, Datum* datum, const std::string& what);
 

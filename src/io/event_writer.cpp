@@ -8,6 +8,7 @@
 #include <filesystem>
 
 #include "crema/error.hpp"
+#include "event.pb.h"
 
 namespace crema {
 namespace {
@@ -25,14 +26,6 @@ const std::array<uint32_t, 256>& Crc32cTable() {
   return table;
 }
 
-void PutVarint(uint64_t value, std::string* out) {
-  while (value >= 0x80) {
-    out->push_back(static_cast<char>((value & 0x7F) | 0x80));
-    value >>= 7;
-  }
-  out->push_back(static_cast<char>(value));
-}
-
 template <typename T>
 void PutFixed(T value, std::string* out) {
   char bytes[sizeof(T)];
@@ -40,21 +33,10 @@ void PutFixed(T value, std::string* out) {
   out->append(bytes, sizeof(T));
 }
 
-// A length-delimited field (wire type 2).
-void PutBytesField(int field, const std::string& bytes, std::string* out) {
-  PutVarint(static_cast<uint64_t>(field) << 3 | 2, out);
-  PutVarint(bytes.size(), out);
-  out->append(bytes);
-}
-
-std::string EventHeader(double wall_time, int64_t step) {
-  std::string event;
-  event.push_back(static_cast<char>(1 << 3 | 1));  // wall_time: double
-  PutFixed(wall_time, &event);
-  if (step != 0) {
-    event.push_back(static_cast<char>(2 << 3 | 0));  // step: int64
-    PutVarint(static_cast<uint64_t>(step), &event);
-  }
+tensorboard::Event NewEvent(double wall_time, int64_t step) {
+  tensorboard::Event event;
+  event.set_wall_time(wall_time);
+  event.set_step(step);
   return event;
 }
 
@@ -89,33 +71,27 @@ std::string FrameRecord(const std::string& payload) {
 }
 
 std::string EncodeFileVersionEvent(double wall_time) {
-  std::string event = EventHeader(wall_time, 0);
-  PutBytesField(3, "brain.Event:2", &event);  // file_version
-  return event;
+  tensorboard::Event event = NewEvent(wall_time, 0);
+  event.set_file_version("brain.Event:2");
+  return event.SerializeAsString();
 }
 
 std::string EncodeSessionStartEvent(double wall_time, int64_t step) {
-  std::string session_log;
-  session_log.push_back(static_cast<char>(1 << 3 | 0));  // status: START = 1
-  PutVarint(1, &session_log);
-  std::string event = EventHeader(wall_time, step);
-  PutBytesField(6, session_log, &event);  // Event.session_log
-  return event;
+  tensorboard::Event event = NewEvent(wall_time, step);
+  event.mutable_session_log()->set_status(tensorboard::SessionLog::START);
+  return event.SerializeAsString();
 }
 
 std::string EncodeScalarsEvent(double wall_time, int64_t step,
                                const std::vector<std::pair<std::string, float>>& scalars) {
-  std::string summary;
+  tensorboard::Event event = NewEvent(wall_time, step);
+  tensorboard::Summary* summary = event.mutable_summary();
   for (const auto& [tag, value] : scalars) {
-    std::string summary_value;
-    PutBytesField(1, tag, &summary_value);                   // Summary.Value.tag
-    summary_value.push_back(static_cast<char>(2 << 3 | 5));  // simple_value: float
-    PutFixed(value, &summary_value);
-    PutBytesField(1, summary_value, &summary);  // Summary.value
+    tensorboard::Summary::Value* summary_value = summary->add_value();
+    summary_value->set_tag(tag);
+    summary_value->set_simple_value(value);
   }
-  std::string event = EventHeader(wall_time, step);
-  PutBytesField(5, summary, &event);  // Event.summary
-  return event;
+  return event.SerializeAsString();
 }
 
 EventWriter::EventWriter(const std::string& folder) {

@@ -1,9 +1,8 @@
 #pragma once
 // TensorBoard event files: the TFRecord framing (length, masked CRC-32C of the length, payload,
-// masked CRC-32C of the payload) around serialized tensorflow.Event messages. The first record
-// carries file_version "brain.Event:2"; each scalar is an Event{wall_time, step, summary{value{
-// tag, simple_value}}}. The messages are encoded here by hand (field numbers from TensorFlow's
-// event.proto and summary.proto), so crema needs no TensorFlow schema.
+// masked CRC-32C of the payload) around serialized Event messages (proto/event.proto, TensorFlow's
+// field numbers; crema needs no TensorFlow). The first record carries file_version
+// "brain.Event:2"; each scalar is an Event{wall_time, step, summary{value{tag, simple_value}}}.
 #include <cstdint>
 #include <cstdio>
 #include <string>

@@ -2,6 +2,9 @@
 
 #include <algorithm>
 #include <atomic>
+#include <cctype>
+#include <cerrno>
+#include <climits>
 #include <cstdint>
 #include <cstdlib>
 #include <cstring>
@@ -160,6 +163,20 @@ void CheckImageFileSize(const std::string& path, int channels, const std::string
 bool ForbidPathEscape() { return ForbidFlag().load(); }
 
 void SetForbidPathEscape(bool forbid) { ForbidFlag().store(forbid); }
+
+bool SplitPathLabel(const std::string& line, std::string* path, int* label) {
+  const size_t pos = line.find_last_of(' ');
+  if (pos == std::string::npos || pos == 0) return false;
+  const std::string text = line.substr(pos + 1);
+  if (text.empty() || std::isspace(static_cast<unsigned char>(text[0]))) return false;
+  char* end = nullptr;
+  errno = 0;
+  const long long value = std::strtoll(text.c_str(), &end, 10);
+  if (*end != '\0' || errno != 0 || value < INT32_MIN || value > INT32_MAX) return false;
+  *path = line.substr(0, pos);
+  *label = static_cast<int>(value);
+  return true;
+}
 
 std::string ListedPath(const std::string& root_folder, const std::string& path,
                        const std::string& where) {

@@ -34,6 +34,11 @@ void CheckImageFileSize(const std::string& path, int channels, const std::string
 bool ForbidPathEscape();
 void SetForbidPathEscape(bool forbid);
 
+// A "path label" line of a list file (ImageData's source, convert-imageset's LISTFILE): the label
+// is the text after the last space, which must be a whole int32 ("3", "-1"; not "3x", "", or
+// 2^31). False (the caller names the file and line) when it is not, or there is no path.
+bool SplitPathLabel(const std::string& line, std::string* path, int* label);
+
 // Returns root_folder + path, after the check above when it is on.
 std::string ListedPath(const std::string& root_folder, const std::string& path,
                        const std::string& where);

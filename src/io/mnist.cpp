@@ -2,8 +2,9 @@
 
 #include <glog/logging.h>
 #include <sys/stat.h>
-#include <sys/wait.h>
+#include <zlib.h>
 
+#include <algorithm>
 #include <cerrno>
 #include <cstdio>
 #include <cstring>
@@ -21,44 +22,44 @@ constexpr uint32_t kImagesMagic = 2051;
 constexpr uint32_t kLabelsMagic = 2049;
 constexpr int kItemsPerCommit = 1000;
 
-std::string ShellQuote(const std::string& text) {
-  std::string quoted = "'";
-  for (char c : text) quoted += c == '\'' ? std::string("'\\''") : std::string(1, c);
-  return quoted + "'";
-}
-
-// An idx file read sequentially, plain or (detected by its first bytes) gzipped.
+// An idx file read sequentially through zlib, which reads a gzipped file (detected by its
+// first bytes; concatenated members too) and a plain one alike.
 class IdxFile {
  public:
   explicit IdxFile(const std::string& path) : path_(path) {
-    file_ = std::fopen(path.c_str(), "rb");
-    if (file_ == nullptr) CREMA_THROW_RUNTIME("cannot open '", path, "': ", std::strerror(errno));
-    unsigned char head[2] = {0, 0};
-    const size_t got = std::fread(head, 1, 2, file_);
-    if (got == 2 && head[0] == 0x1f && head[1] == 0x8b) {
-      std::fclose(file_);
-      const std::string command = "gzip -dc -- " + ShellQuote(path);
-      file_ = popen(command.c_str(), "r");
-      if (file_ == nullptr)
-        CREMA_THROW_RUNTIME("cannot run `", command, "`: ", std::strerror(errno), " (gunzip '",
-                            path, "' and pass the result)");
-      piped_ = true;
-    } else {
-      std::rewind(file_);
+    errno = 0;
+    file_ = gzopen(path.c_str(), "rb");
+    if (file_ == nullptr)
+      CREMA_THROW_RUNTIME("cannot open '", path,
+                          "': ", errno != 0 ? std::strerror(errno) : "out of memory");
+    gzbuffer(file_, 1 << 16);
+    if (gzdirect(file_)) {
       struct stat st;
       if (stat(path.c_str(), &st) == 0) size_ = st.st_size;
     }
   }
-  ~IdxFile() { Close(/*check=*/false); }
+  ~IdxFile() {
+    if (file_ != nullptr) gzclose_r(file_);
+  }
   IdxFile(const IdxFile&) = delete;
   IdxFile& operator=(const IdxFile&) = delete;
 
-  const std::string& path() const { return path_; }
-  bool piped() const { return piped_; }
-  int64_t size() const { return size_; }  // -1 when read through gzip
+  int64_t size() const { return size_; }  // -1 when gzipped
 
-  // Reads `n` bytes; false at a premature end of the file.
-  bool Read(void* buffer, size_t n) { return std::fread(buffer, 1, n, file_) == n; }
+  // Reads `n` bytes; false at a premature end of the file. A corrupt gzip stream is a
+  // ConfigError naming the file.
+  bool Read(void* buffer, size_t n) {
+    auto* bytes = static_cast<char*>(buffer);
+    while (n > 0) {
+      const unsigned chunk = static_cast<unsigned>(std::min<size_t>(n, 1u << 30));
+      const int got = gzread(file_, bytes, chunk);
+      if (got < 0) Fail();
+      if (got == 0) return false;
+      bytes += got;
+      n -= static_cast<size_t>(got);
+    }
+    return true;
+  }
 
   uint32_t ReadHeaderWord(const char* what) {
     unsigned char bytes[4];
@@ -68,28 +69,30 @@ class IdxFile {
            uint32_t{bytes[3]};
   }
 
-  // For gzip: drains the pipe and (when `check`) checks gzip's exit status.
-  void Close(bool check = true) {
-    if (file_ == nullptr) return;
-    FILE* file = file_;
-    file_ = nullptr;
-    if (!piped_) {
-      std::fclose(file);
-      return;
-    }
+  // Reads what follows the items (zlib checks a gzip member's CRC and length at its end) and
+  // closes the file; ConfigError when the compressed data is corrupt or cut short.
+  void Close() {
     char sink[1 << 16];
-    while (std::fread(sink, 1, sizeof(sink), file) > 0) {
+    while (Read(sink, sizeof(sink))) {
     }
-    const int status = pclose(file);
-    if (status != 0 && check)
-      CREMA_THROW_RUNTIME("`gzip -dc ", path_, "` failed (status ", status,
-                          "); is the file a complete .gz?");
+    const int status = gzclose_r(file_);
+    file_ = nullptr;
+    if (status == Z_BUF_ERROR)
+      CREMA_THROW_CONFIG("'", path_, "' ends in the middle of its gzip data (truncated .gz)");
+    if (status != Z_OK) CREMA_THROW_RUNTIME("cannot read '", path_, "' (zlib status ", status, ")");
   }
 
  private:
+  [[noreturn]] void Fail() const {
+    int code = Z_OK;
+    const char* message = gzerror(file_, &code);
+    if (code == Z_ERRNO) CREMA_THROW_RUNTIME("cannot read '", path_, "': ", std::strerror(errno));
+    CREMA_THROW_CONFIG("'", path_, "' is not valid gzip data: ", message,
+                       " (corrupt or truncated .gz?)");
+  }
+
   std::string path_;
-  FILE* file_ = nullptr;
-  bool piped_ = false;
+  gzFile file_ = nullptr;
   int64_t size_ = -1;
 };
 

@@ -3,7 +3,8 @@
 // uint8 pixels; labels: magic 2049, count, uint8 labels; big-endian header) -> a DB of Datum
 // records keyed by the 0-based item index as 8 zero-padded digits, each with channels 1,
 // height rows, width cols, the raw pixels and the label; committed every 1000 records. The
-// records are byte-identical to Caffe's. Gzipped idx files are read through `gzip -dc`.
+// records are byte-identical to Caffe's. Gzipped idx files (the form they are published in) are
+// read with zlib.
 #include <cstdint>
 #include <functional>
 #include <string>

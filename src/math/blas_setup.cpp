@@ -5,6 +5,7 @@
 #endif
 
 #include <algorithm>
+#include <cctype>
 #include <cstdlib>
 #include <string>
 #include <vector>
@@ -25,7 +26,8 @@ std::string OpenBlasCoreName() {
 std::string BetterOpenBlasCoreType() {
   if (std::getenv("OPENBLAS_CORETYPE") != nullptr) return "";
   std::string core = OpenBlasCoreName();
-  std::transform(core.begin(), core.end(), core.begin(), ::tolower);
+  std::transform(core.begin(), core.end(), core.begin(),
+                 [](unsigned char c) { return static_cast<char>(std::tolower(c)); });
   // Kernel families OpenBLAS falls back to when it does not know the CPU model.
   static const std::vector<std::string> kGeneric = {
       "prescott", "core2",     "penryn", "dunnington",  "nehalem",   "generic",

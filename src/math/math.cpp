@@ -10,7 +10,6 @@
 #include <random>
 
 #include "core/cuda_context.hpp"
-#include "core/rng.hpp"
 #include "crema/error.hpp"
 
 namespace crema::cpu {
@@ -269,47 +268,6 @@ void Powx(int64_t n, const T* a, T b, T* y) {
   ElementWise(n, y, [=](int64_t i) { return std::pow(a[i], b); });
 }
 
-// The Rng* functions stay serial: one engine, one fixed order of draws, so a seed fixes results.
-template <typename T>
-void RngUniform(int64_t n, T a, T b, T* r) {
-  CREMA_ASSERT(n >= 0, "n = ", n);
-  CREMA_ASSERT(a <= b, "uniform range [", a, ", ", b, "]");
-  // As Caffe: widen the half-open distribution by one ulp so that b itself can be drawn.
-  const T upper = std::nextafter(b, std::numeric_limits<T>::max());
-  std::uniform_real_distribution<T> distribution(a, upper);
-  RngEngine& engine = ThreadRng();
-  for (int64_t i = 0; i < n; ++i) {
-    // libstdc++ can round a draw up to the exclusive bound; keep results inside [a, b].
-    r[i] = std::min(distribution(engine), b);
-  }
-}
-
-template <typename T>
-void RngGaussian(int64_t n, T mean, T sigma, T* r) {
-  CREMA_ASSERT(n >= 0, "n = ", n);
-  CREMA_ASSERT(sigma > 0, "gaussian sigma ", sigma);
-  std::normal_distribution<T> distribution(mean, sigma);
-  RngEngine& engine = ThreadRng();
-  for (int64_t i = 0; i < n; ++i) r[i] = distribution(engine);
-}
-
-template <typename T>
-void RngBernoulli(int64_t n, T p, int* r) {
-  CREMA_ASSERT(n >= 0, "n = ", n);
-  CREMA_ASSERT(p >= 0 && p <= 1, "bernoulli p ", p);
-  std::bernoulli_distribution distribution(static_cast<double>(p));
-  RngEngine& engine = ThreadRng();
-  for (int64_t i = 0; i < n; ++i) r[i] = distribution(engine) ? 1 : 0;
-}
-
-void RngBernoulliUnsigned(int64_t n, double p, unsigned int* r) {
-  CREMA_ASSERT(n >= 0, "n = ", n);
-  CREMA_ASSERT(p >= 0 && p <= 1, "bernoulli p ", p);
-  std::bernoulli_distribution distribution(p);
-  RngEngine& engine = ThreadRng();
-  for (int64_t i = 0; i < n; ++i) r[i] = distribution(engine) ? 1u : 0u;
-}
-
 #define CREMA_INSTANTIATE_MATH(T)                                                              \
   template void Gemm<T>(Trans, Trans, int, int, int, T, const T*, const T*, T, T*);            \
   template void GemmLd<T>(Trans, Trans, int, int, int, T, const T*, int, const T*, int, T, T*, \
@@ -335,10 +293,7 @@ void RngBernoulliUnsigned(int64_t n, double p, unsigned int* r) {
   template void Log<T>(int64_t, const T*, T*);                                                 \
   template void Abs<T>(int64_t, const T*, T*);                                                 \
   template void Powx<T>(int64_t, const T*, T, T*);                                             \
-  template void Sign<T>(int64_t, const T*, T*);                                                \
-  template void RngUniform<T>(int64_t, T, T, T*);                                              \
-  template void RngGaussian<T>(int64_t, T, T, T*);                                             \
-  template void RngBernoulli<T>(int64_t, T, int*);
+  template void Sign<T>(int64_t, const T*, T*);
 
 CREMA_INSTANTIATE_MATH(float)
 CREMA_INSTANTIATE_MATH(double)

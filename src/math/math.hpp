@@ -62,13 +62,4 @@ void Powx(int64_t n, const T* a, T b, T* y);
 template <typename T>
 void Sign(int64_t n, const T* a, T* y);
 
-// Random numbers from the calling thread's generator (core/rng.hpp).
-template <typename T>
-void RngUniform(int64_t n, T a, T b, T* r);  // [a, b], as Caffe
-template <typename T>
-void RngGaussian(int64_t n, T mean, T sigma, T* r);
-template <typename T>
-void RngBernoulli(int64_t n, T p, int* r);
-void RngBernoulliUnsigned(int64_t n, double p, unsigned int* r);
-
 }  // namespace crema::cpu

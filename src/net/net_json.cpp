@@ -1,8 +1,5 @@
 #include "net/net_json.hpp"
 
-#include <cmath>
-#include <cstdio>
-#include <cstdlib>
 #include <sstream>
 
 namespace crema {
@@ -27,56 +24,6 @@ std::string BlobNames(const Net& net, const std::vector<int>& ids) {
 }
 
 }  // namespace
-
-std::string JsonQuote(const std::string& text) {
-  std::string out = "\"";
-  for (unsigned char c : text) {
-    switch (c) {
-      case '"':
-        out += "\\\"";
-        break;
-      case '\\':
-        out += "\\\\";
-        break;
-      case '\n':
-        out += "\\n";
-        break;
-      case '\r':
-        out += "\\r";
-        break;
-      case '\t':
-        out += "\\t";
-        break;
-      default:
-        if (c < 0x20) {
-          char buf[8];
-          std::snprintf(buf, sizeof(buf), "\\u%04x", c);
-          out += buf;
-        } else {
-          out += static_cast<char>(c);
-        }
-    }
-  }
-  return out + "\"";
-}
-
-std::string JsonNumber(double value) {
-  if (!std::isfinite(value)) return "null";
-  if (value == std::floor(value) && std::fabs(value) < 1e15) {
-    char buf[32];
-    std::snprintf(buf, sizeof(buf), "%.0f", value);
-    return std::string(buf) == "-0" ? "0" : buf;
-  }
-  char buf[40];
-  // Loss weights and the like are floats: the shortest text that reads back as the same float.
-  for (int precision = 1; precision <= 17; ++precision) {
-    std::snprintf(buf, sizeof(buf), "%.*g", precision, value);
-    if (precision >= 9 ? std::strtod(buf, nullptr) == value
-                       : std::strtof(buf, nullptr) == static_cast<float>(value))
-      break;
-  }
-  return buf;
-}
 
 std::string NetToJson(const Net& net, const std::vector<std::string>& stages) {
   std::ostringstream os;

@@ -22,6 +22,7 @@
 #include <string>
 #include <vector>
 
+#include "core/closest_name.hpp"
 #include "crema/error.hpp"
 #include "net/upgrade.hpp"
 
@@ -56,25 +57,6 @@ std::string ReadWholeFile(const std::string& path) {
   }
   ::close(fd);
   return contents;
-}
-
-// ---- "did you mean" ----
-
-size_t EditDistance(const std::string& a, const std::string& b) {
-  std::vector<size_t> row(b.size() + 1);
-  for (size_t j = 0; j <= b.size(); ++j) row[j] = j;
-  for (size_t i = 1; i <= a.size(); ++i) {
-    size_t diagonal = row[0];
-    row[0] = i;
-    for (size_t j = 1; j <= b.size(); ++j) {
-      const size_t above = row[j];
-      const bool same = std::tolower(static_cast<unsigned char>(a[i - 1])) ==
-                        std::tolower(static_cast<unsigned char>(b[j - 1]));
-      row[j] = std::min({row[j] + 1, row[j - 1] + 1, diagonal + (same ? 0 : 1)});
-      diagonal = above;
-    }
-  }
-  return row[b.size()];
 }
 
 void CollectMessages(const pb::Descriptor* descriptor, std::set<const pb::Descriptor*>* seen) {
@@ -248,19 +230,6 @@ std::string Format(const std::string& path, const pb::TextFormat::ParseLocation&
 
 }  // namespace
 
-std::string ClosestName(const std::string& name, const std::set<std::string>& candidates) {
-  std::string best;
-  size_t best_distance = std::max<size_t>(2, name.size() / 3) + 1;
-  for (const std::string& candidate : candidates) {
-    const size_t distance = EditDistance(name, candidate);
-    if (distance < best_distance) {
-      best_distance = distance;
-      best = candidate;
-    }
-  }
-  return best;
-}
-
 std::string ProtoSource::Locate(const pb::Message& root, const std::string& field_path) const {
   std::vector<PathPart> parts;
   if (tree_ == nullptr || !SplitFieldPath(field_path, &parts)) return path_;
@@ -320,11 +289,68 @@ std::string ProtoSource::Locate(const pb::Message& root, const std::string& fiel
 
 namespace {
 
+// The blocks ("layer {", "shape <") still open where the text ends, outermost first, and the
+// position of its end (0-based, as protobuf's parser reports it).
+struct OpenBlock {
+  std::string opener;  // e.g. "layer {"
+  int line, column;
+};
+std::vector<OpenBlock> BlocksOpenAtEnd(const std::string& text, int* end_line, int* end_column) {
+  class Quiet : public pb::io::ErrorCollector {
+   public:
+    void AddError(int, pb::io::ColumnNumber, const std::string&) override {}
+  } quiet;
+  pb::io::ArrayInputStream input(text.data(), static_cast<int>(text.size()));
+  pb::io::Tokenizer tokenizer(&input, &quiet);
+  tokenizer.set_comment_style(pb::io::Tokenizer::SH_COMMENT_STYLE);
+  std::vector<OpenBlock> open;
+  // The identifier before the opener ("layer" in "layer {" or "layer: {") and where it is.
+  std::string field;
+  int field_line = 0, field_column = 0;
+  while (tokenizer.Next()) {
+    const pb::io::Tokenizer::Token& token = tokenizer.current();
+    if (token.type == pb::io::Tokenizer::TYPE_IDENTIFIER) {
+      field = token.text;
+      field_line = token.line;
+      field_column = token.column;
+      continue;
+    }
+    if (token.type == pb::io::Tokenizer::TYPE_SYMBOL && (token.text == "{" || token.text == "<")) {
+      if (field.empty())
+        open.push_back({token.text, token.line, token.column});
+      else
+        open.push_back({field + " " + token.text, field_line, field_column});
+    } else if (token.type == pb::io::Tokenizer::TYPE_SYMBOL &&
+               (token.text == "}" || token.text == ">") && !open.empty()) {
+      open.pop_back();
+    }
+    if (token.text != ":") field.clear();
+  }
+  *end_line = tokenizer.current().line;
+  *end_column = tokenizer.current().column;
+  return open;
+}
+
 // "name:line:col: explained message" for one parser error or warning (0-based position).
 std::string Problem(const std::string& text, const std::string& name, int line, int column,
                     const std::string& message, const pb::Message& root) {
   const std::string explained = Explain(message, root.GetDescriptor());
   if (line < 0) return StrCat(name, ": ", explained);
+  // The text ends inside a block: protobuf says "Expected identifier, got: " at the end; say
+  // what is missing and where each open block began instead.
+  int end_line = -1, end_column = -1;
+  const std::vector<OpenBlock> open = BlocksOpenAtEnd(text, &end_line, &end_column);
+  if (!open.empty() && line == end_line && column == end_column) {
+    std::string where;
+    for (size_t i = open.size(); i-- > 0;)
+      where += StrCat(i + 1 == open.size() ? "" : ", inside ", "\"", open[i].opener,
+                      "\" opened at ", name, ":", open[i].line + 1, ":", open[i].column + 1);
+    const char* closer = open.back().opener.back() == '<' ? "'>'" : "'}'";
+    return StrCat(name, ":", line + 1, ":", column + 1, ": the file ends inside ",
+                  open.size() == 1 ? "the block " : StrCat(open.size(), " blocks: "), where,
+                  open.size() == 1 ? StrCat(": a closing ", closer, " is missing")
+                                   : StrCat(": ", open.size(), " closing brackets are missing"));
+  }
   // Protobuf points past an unknown name (at the token after it); point at the name instead.
   std::string culprit = QuotedAfter(message, "has no field named \"");
   if (culprit.empty()) culprit = QuotedAfter(message, "Unknown enumeration value of \"");

@@ -4,7 +4,6 @@
 #include <google/protobuf/text_format.h>
 
 #include <memory>
-#include <set>
 #include <string>
 #include <vector>
 
@@ -43,9 +42,6 @@ std::shared_ptr<ProtoSource> ParseTextProtoCollecting(const std::string& text,
                                                       google::protobuf::Message* message,
                                                       std::vector<std::string>* problems,
                                                       bool* syntax_ok);
-// The closest of `candidates` to `name` when it looks like a typo of it (edit distance at most
-// about a third of its length), else "".
-std::string ClosestName(const std::string& name, const std::set<std::string>& candidates);
 void ReadBinaryProto(const std::string& path, google::protobuf::Message* message);
 // Reads a .binaryproto (a BlobProto) into `blob`, reshaped to it; errors name the file.
 void ReadBlobFromBinaryFile(const std::string& path, Blob* blob);

@@ -13,6 +13,7 @@
 #include "crema/net.hpp"
 #include "crema/version.hpp"
 #include "net/proto_io.hpp"
+#include "net/weights_match.hpp"
 #include "onnx/onnx.hpp"
 #include "onnx/onnx_common.hpp"
 
@@ -590,7 +591,7 @@ void ExportOnnx(const NetParameter& deploy, const std::vector<std::string>& weig
   net_options.state.set_phase(TEST);
   net_options.verbose = false;
   Net net(deploy, net_options);
-  for (const std::string& path : weights) net.CopyTrainedLayersFrom(path);
+  for (const std::string& path : weights) CopyWeightsRequiringAMatch(&net, path);
   ExportOnnx(net, options, model);
 }
 

@@ -15,41 +15,34 @@
 #include "core/rng.hpp"
 #include "crema/error.hpp"
 #include "net/memory_plan.hpp"
+#include "net/output_means.hpp"
 #include "net/proto_io.hpp"
-#include "net/upgrade.hpp"
+#include "net/weights_match.hpp"
 #include "solvers/distributed.hpp"
+#include "solvers/lr_policy.hpp"
 #include "solvers/progress_line.hpp"
+#include "solvers/solver_internal.hpp"
+#include "solvers/solver_warnings.hpp"
 #include "solvers/training_log.hpp"
 
 namespace crema {
-namespace {
 
-namespace fs = std::filesystem;
-
-std::map<std::string, SolverRegistry::Creator>& Table() {
-  static auto* table = new std::map<std::string, SolverRegistry::Creator>();
-  return *table;
-}
-
-int EditDistance(const std::string& a, const std::string& b) {
-  std::vector<int> prev(b.size() + 1), cur(b.size() + 1);
-  for (size_t j = 0; j <= b.size(); ++j) prev[j] = static_cast<int>(j);
-  for (size_t i = 1; i <= a.size(); ++i) {
-    cur[0] = static_cast<int>(i);
-    for (size_t j = 1; j <= b.size(); ++j) {
-      const int same = std::tolower(a[i - 1]) == std::tolower(b[j - 1]) ? 0 : 1;
-      cur[j] = std::min({prev[j] + 1, cur[j - 1] + 1, prev[j - 1] + same});
-    }
-    std::swap(prev, cur);
-  }
-  return prev[b.size()];
-}
-
-std::string Where(const std::shared_ptr<const ProtoSource>& source, const SolverParameter& param,
-                  const std::string& field) {
+std::string solver_detail::Where(const std::shared_ptr<const ProtoSource>& source,
+                                 const SolverParameter& param, const std::string& field) {
   std::string where = source ? source->Locate(param, field) : "";
   return where.empty() ? "solver: " : where + ": ";
 }
+
+std::string solver_detail::Join(const std::vector<std::string>& items) {
+  std::string out;
+  for (const auto& item : items) out += (out.empty() ? "" : ", ") + item;
+  return out;
+}
+
+namespace {
+
+namespace fs = std::filesystem;
+using solver_detail::Join;
 
 // A relative path in the solver is resolved against base_dir (when given), else the cwd.
 std::string Resolve(const std::string& base_dir, const std::string& path) {
@@ -66,12 +59,6 @@ std::vector<std::string> SplitCommas(const std::string& text) {
   return parts;
 }
 
-std::string Join(const std::vector<std::string>& items) {
-  std::string out;
-  for (const auto& item : items) out += (out.empty() ? "" : ", ") + item;
-  return out;
-}
-
 using Clock = std::chrono::steady_clock;
 double SecondsSince(Clock::time_point start) {
   return std::chrono::duration<double>(Clock::now() - start).count();
@@ -79,49 +66,7 @@ double SecondsSince(Clock::time_point start) {
 
 }  // namespace
 
-// ---- registry ----
-
-void SolverRegistry::Add(const std::string& type, Creator creator) {
-  CREMA_ASSERT(!Table().count(type), "solver type ", type, " registered twice");
-  Table()[type] = std::move(creator);
-}
-
-bool SolverRegistry::Has(const std::string& type) { return Table().count(type) > 0; }
-
-std::vector<std::string> SolverRegistry::Types() {
-  std::vector<std::string> types;
-  for (const auto& entry : Table()) types.push_back(entry.first);
-  return types;
-}
-
-std::unique_ptr<Solver> SolverRegistry::Create(const SolverParameter& param,
-                                               const SolverOptions& opts) {
-  auto it = Table().find(param.type());
-  if (it == Table().end()) {
-    std::string best;
-    int best_distance = 1 << 30;
-    for (const auto& entry : Table()) {
-      const int d = EditDistance(param.type(), entry.first);
-      if (d < best_distance) best_distance = d, best = entry.first;
-    }
-    const int limit = std::max<int>(2, static_cast<int>(param.type().size()) / 3);
-    CREMA_THROW_CONFIG(Where(opts.source, param, "type"), "type: unknown solver type \"",
-                       param.type(), "\".",
-                       best_distance <= limit ? " Did you mean \"" + best + "\"?" : "",
-                       " Known types: ", Join(Types()));
-  }
-  return it->second(param, opts);
-}
-
 // ---- construction ----
-
-std::unique_ptr<Solver> Solver::Create(const SolverParameter& param, const SolverOptions& options) {
-  SolverParameter upgraded = param;
-  UpgradeSolverAsNeeded(options.source ? options.source->path() : "solver", &upgraded);
-  return SolverRegistry::Create(upgraded, options);
-}
-
-std::vector<std::string> Solver::Types() { return SolverRegistry::Types(); }
 
 Solver::Solver(const SolverParameter& param, const SolverOptions& options)
     : param_(param), options_(options) {
@@ -160,6 +105,8 @@ Solver::Solver(const SolverParameter& param, const SolverOptions& options)
   if (param_.random_seed() >= 0) SetRandomSeed(param_.random_seed());
   InitTrainNet();
   ApplyEpochSettings();
+  for (const auto& [field, message] : SolverWarnings(param_))
+    LOG(WARNING) << ErrorAt(field) << message;
   InitTestNets();
   CheckMonitors();
   if (options_.progress) progress_ = std::make_unique<ProgressLine>();
@@ -171,72 +118,7 @@ Solver::Solver(const SolverParameter& param, const SolverOptions& options)
 Solver::~Solver() = default;
 
 std::string Solver::ErrorAt(const std::string& field) const {
-  return Where(options_.source, param_, field);
-}
-
-namespace {
-
-struct Monitor {
-  const char* field;
-  const TestMonitor& param;
-  TestMonitorState* state;
-};
-
-std::vector<Monitor> Monitors(const SolverParameter& param, CallbackState* state) {
-  std::vector<Monitor> monitors;
-  if (param.has_early_stopping())
-    monitors.push_back({"early_stopping", param.early_stopping(), state->mutable_early_stopping()});
-  if (param.has_keep_best())
-    monitors.push_back({"keep_best", param.keep_best(), state->mutable_keep_best()});
-  if (param.has_reduce_lr_on_plateau())
-    monitors.push_back({"reduce_lr_on_plateau", param.reduce_lr_on_plateau(),
-                        state->mutable_reduce_lr_on_plateau()});
-  return monitors;
-}
-
-// The watched score in `scores` (the named output, else the first).
-const std::pair<std::string, double>* FindScore(const TestMonitor& monitor, const Scores& scores) {
-  for (const auto& score : scores)
-    if (!monitor.has_output() || score.first == monitor.output()) return &score;
-  return nullptr;
-}
-
-bool Maximize(const TestMonitor& monitor, const std::string& name) {
-  if (monitor.mode() == TestMonitor::AUTO) return name.find("loss") == std::string::npos;
-  return monitor.mode() == TestMonitor::MAX;
-}
-
-}  // namespace
-
-void Solver::CheckMonitors() const {
-  CallbackState scratch;
-  for (const Monitor& monitor : Monitors(param_, &scratch)) {
-    const std::string field = monitor.field;
-    const TestMonitor& m = monitor.param;
-    if (m.test_net() < 0 || m.test_net() >= static_cast<int>(test_nets_.size()))
-      throw ConfigError(ErrorAt(field) + StrCat(field, ".test_net: there is no test net #",
-                                                m.test_net(), " (the solver has ",
-                                                test_nets_.size(), " test net(s))"));
-    const Net& net = *test_nets_[m.test_net()];
-    std::vector<std::string> outputs;
-    for (int index : net.output_blob_indices()) outputs.push_back(net.blob_names()[index]);
-    if (outputs.empty())
-      throw ConfigError(ErrorAt(field) +
-                        StrCat(field, ": test net #", m.test_net(), " has no outputs to watch"));
-    if (m.has_output() && std::find(outputs.begin(), outputs.end(), m.output()) == outputs.end())
-      throw ConfigError(ErrorAt(field) + StrCat(field, ".output: test net #", m.test_net(),
-                                                " has no output \"", m.output(),
-                                                "\"; its outputs are ", Join(outputs)));
-    if (m.patience() < 1)
-      throw ConfigError(ErrorAt(field) +
-                        StrCat(field, ".patience must be >= 1, got ", m.patience()));
-    if (field == "reduce_lr_on_plateau" && !(m.factor() > 0 && m.factor() < 1))
-      throw ConfigError(ErrorAt(field) +
-                        StrCat(field, ".factor must be in (0, 1), got ", m.factor()));
-  }
-  if (param_.snapshot_keep() < 0)
-    throw ConfigError(ErrorAt("snapshot_keep") +
-                      StrCat("snapshot_keep must be >= 0, got ", param_.snapshot_keep()));
+  return solver_detail::Where(options_.source, param_, field);
 }
 
 void Solver::Say(const std::string& text) {
@@ -251,69 +133,6 @@ void Solver::OpenTrainingLog() {
   const std::string events = param_.tensorboard() ? param_.snapshot_prefix() + "_tensorboard" : "";
   if (!metrics.empty() || !events.empty())
     log_ = std::make_unique<TrainingLog>(metrics, events, iter_);
-}
-
-void Solver::AfterTest() {
-  if (last_test_scores_.empty()) return;
-  for (const Monitor& monitor : Monitors(param_, &callback_state_)) {
-    const TestMonitor& m = monitor.param;
-    const std::pair<std::string, double>* score = FindScore(m, last_test_scores_[m.test_net()]);
-    if (!score) continue;  // the test was interrupted
-    const bool maximize = Maximize(m, score->first);
-    TestMonitorState& state = *monitor.state;
-    const double value = score->second;
-    const bool improved = std::isfinite(value) &&
-                          (!state.has_best() || (maximize ? value > state.best() + m.min_delta()
-                                                          : value < state.best() - m.min_delta()));
-    const std::string field = monitor.field;
-    if (improved) {
-      state.set_best(value);
-      state.set_bad_tests(0);
-      if (field == "keep_best") {
-        LOG(INFO) << "keep_best: " << score->first << " = " << value << " is the best so far";
-        snapshot_best_ = true;
-        Snapshot();
-        snapshot_best_ = false;
-      }
-    } else {
-      state.set_bad_tests(state.bad_tests() + 1);
-    }
-    if (field == "early_stopping" && state.bad_tests() >= m.patience()) {
-      const std::string text =
-          StrCat("early_stopping: ", score->first, " has not improved on ", state.best(), " for ",
-                 state.bad_tests(), " tests; stopping at iteration ", iter_);
-      LOG(INFO) << text;
-      Say(text);
-      requested_early_exit_ = true;
-    }
-    if (field == "reduce_lr_on_plateau") {
-      if (state.cooldown_left() > 0) {
-        state.set_cooldown_left(state.cooldown_left() - 1);
-        state.set_bad_tests(0);
-      } else if (state.bad_tests() >= m.patience()) {
-        callback_state_.set_lr_scale(callback_state_.lr_scale() * m.factor());
-        state.set_bad_tests(0);
-        state.set_cooldown_left(m.cooldown());
-        const std::string text =
-            StrCat("reduce_lr_on_plateau: ", score->first, " has not improved on ", state.best(),
-                   " for ", m.patience(), " tests; learning rate now ", GetLearningRate());
-        LOG(INFO) << text;
-        Say(text);
-      }
-    }
-  }
-}
-
-void Solver::PruneSnapshots(const std::string& model_file, const std::string& state_file) {
-  if (param_.snapshot_keep() <= 0) return;
-  kept_snapshots_.emplace_back(model_file, state_file);
-  while (static_cast<int>(kept_snapshots_.size()) > param_.snapshot_keep()) {
-    std::error_code ec;
-    fs::remove(kept_snapshots_.front().first, ec);
-    fs::remove(kept_snapshots_.front().second, ec);
-    LOG(INFO) << "snapshot_keep: removed " << kept_snapshots_.front().first;
-    kept_snapshots_.erase(kept_snapshots_.begin());
-  }
 }
 
 void Solver::InitTrainNet() {
@@ -370,36 +189,10 @@ void Solver::InitTrainNet() {
       const std::string beside = Resolve(options_.base_dir, file);
       if (!fs::exists(path, ec) && fs::exists(beside, ec)) path = beside;
       LOG(INFO) << "Loading weights " << path << " into the train net";
-      net_->CopyTrainedLayersFrom(path);
+      const std::string unmatched =
+          UnmatchedWeightsMessage(*net_, net_->CopyTrainedLayersFrom(path, false), path);
+      if (!unmatched.empty()) LOG(WARNING) << ErrorAt("weights") << unmatched;
     }
-  }
-}
-
-void Solver::ShardTrainData(NetParameter* net_param) {
-  const int rank = dist::Rank(), world = dist::WorldSize();
-  for (LayerParameter& layer : *net_param->mutable_layer()) {
-    // The source's records i with i % world == rank, for each layer type that shards.
-    auto shard = [&](auto* param, const char* field) {
-      if (param->has_shard_id() || param->has_num_shards()) {
-        LOG(INFO) << layer.type() << " layer \"" << layer.name()
-                  << "\" keeps the sharding of its prototxt (" << field << ".shard_id "
-                  << param->shard_id() << " of num_shards " << param->num_shards() << ") on rank "
-                  << rank;
-        return;
-      }
-      param->set_shard_id(static_cast<uint32_t>(rank));
-      param->set_num_shards(static_cast<uint32_t>(world));
-      auto_sharded_.insert(layer.name());
-      LOG(INFO) << layer.type() << " layer \"" << layer.name()
-                << "\" is sharded by rank: rank r of " << world << " reads the records i with i % "
-                << world << " == r";
-    };
-    if (layer.type() == "Data")
-      shard(layer.mutable_data_param(), "data_param");
-    else if (layer.type() == "ImageData")
-      shard(layer.mutable_image_data_param(), "image_data_param");
-    else if (layer.type() == "HDF5Data")
-      shard(layer.mutable_hdf5_data_param(), "hdf5_data_param");
   }
 }
 
@@ -551,34 +344,6 @@ void Solver::InitTestNets() {
   if (param_.test_whole_set()) ApplyTestWholeSet();
 }
 
-// ---- determinism, epochs, data positions ----
-
-namespace {
-
-// The first layer of `net` that knows its data set's size, or null.
-const Layer* SizedDataLayer(const Net& net) {
-  for (const auto& layer : net.layers())
-    if (layer->NumRecords() >= 0 && layer->BatchSize() > 0) return layer.get();
-  return nullptr;
-}
-
-// ceil(x), but a value within float rounding of an integer is that integer (0.1 epoch of 80
-// records is 8 records, not 8.0000001).
-int64_t CeilTolerant(double x) {
-  const double nearest = std::round(x);
-  if (std::fabs(x - nearest) <= 1e-6 * std::max(1.0, std::fabs(x)))
-    return static_cast<int64_t>(nearest);
-  return static_cast<int64_t>(std::ceil(x));
-}
-
-// Iterations for `epochs` passes over the data of `layer` with iter_size batches an iteration.
-int64_t EpochIterations(double epochs, const Layer& layer, int iter_size) {
-  return CeilTolerant(epochs * static_cast<double>(layer.NumRecords()) /
-                      (static_cast<double>(layer.BatchSize()) * iter_size));
-}
-
-}  // namespace
-
 void Solver::SetUpDeterminism() {
   if (!param_.deterministic()) return;
   if (param_.random_seed() < 0) {
@@ -590,138 +355,6 @@ void Solver::SetUpDeterminism() {
   // cuDNN: deterministic algorithms only; CPU: reductions in a fixed order (cpu::Dot, Asum).
   gpu::SetDeterministic(true);
   LOG(INFO) << "Deterministic mode, random_seed " << param_.random_seed();
-}
-
-void Solver::ApplyEpochSettings() {
-  if (!param_.has_max_epoch() && !param_.has_test_interval_epochs()) return;
-  const Layer* data = SizedDataLayer(*net_);
-  const char* field = param_.has_max_epoch() ? "max_epoch" : "test_interval_epochs";
-  if (data == nullptr)
-    throw ConfigError(ErrorAt(field) +
-                      StrCat(field,
-                             " needs a data layer that knows its size (Data, ImageData, "
-                             "HDF5Data) in the train net \"",
-                             net_->name(), "\", which has none"));
-  const std::string per_epoch =
-      StrCat(data->NumRecords(), " records of layer \"", data->name(), "\" in batches of ",
-             data->BatchSize(),
-             param_.iter_size() > 1 ? StrCat(" x iter_size ", param_.iter_size()) : std::string());
-  // `setting` (epochs) replaces `replaced` (iterations): the iterations, at least `at_least`.
-  const auto to_iterations = [&](const char* setting, double epochs, bool has_replaced,
-                                 const char* replaced, int replaced_value, int64_t at_least) {
-    if (has_replaced)
-      LOG(WARNING) << ErrorAt(setting) << setting << " replaces " << replaced << " ("
-                   << replaced_value << ")";
-    if (!(epochs > 0))
-      throw ConfigError(ErrorAt(setting) + StrCat(setting, " must be > 0, got ", epochs));
-    const int64_t iters = std::max(at_least, EpochIterations(epochs, *data, param_.iter_size()));
-    if (iters > INT32_MAX)
-      throw ConfigError(ErrorAt(setting) + StrCat(setting, " ", epochs, " is ", iters,
-                                                  " iterations, more than ", replaced,
-                                                  " can hold"));
-    LOG(INFO) << setting << " " << epochs << " of " << per_epoch << ": " << replaced << " "
-              << iters;
-    return static_cast<int>(iters);
-  };
-  if (param_.has_max_epoch())
-    param_.set_max_iter(to_iterations("max_epoch", param_.max_epoch(), param_.has_max_iter(),
-                                      "max_iter", param_.max_iter(), 0));
-  if (param_.has_test_interval_epochs())
-    param_.set_test_interval(to_iterations("test_interval_epochs", param_.test_interval_epochs(),
-                                           param_.has_test_interval(), "test_interval",
-                                           param_.test_interval(), 1));
-}
-
-void Solver::ApplyTestWholeSet() {
-  test_start_states_.assign(test_nets_.size(), {});
-  for (size_t i = 0; i < test_nets_.size(); ++i) {
-    const Net& net = *test_nets_[i];
-    const Layer* data = SizedDataLayer(net);
-    if (data == nullptr)
-      throw ConfigError(ErrorAt("test_whole_set") +
-                        StrCat("test_whole_set needs a data layer that knows its size (Data, "
-                               "ImageData, HDF5Data) in test net #",
-                               i, " \"", net.name(), "\", which has none"));
-    const int64_t records = data->NumRecords(), batch = data->BatchSize();
-    const int64_t iters = (records + batch - 1) / batch;
-    if (iters > INT32_MAX)
-      throw ConfigError(ErrorAt("test_whole_set") +
-                        StrCat("test net #", i, ": ", records, " records are too many batches"));
-    param_.set_test_iter(static_cast<int>(i), static_cast<int>(iters));
-    LOG(INFO) << "test_whole_set: test net #" << i << " reads the " << records
-              << " records of layer \"" << data->name() << "\" in " << iters << " batches of "
-              << batch
-              << (records % batch ? StrCat(" (the last one wraps to the first ",
-                                           batch - records % batch, " records)")
-                                  : std::string());
-    for (const auto& layer : net.layers()) {
-      DataLayerState state;
-      if (layer->SaveDataState(&state)) test_start_states_[i].emplace_back(layer.get(), state);
-    }
-  }
-}
-
-void Solver::SaveDataStates(SolverState* state) const {
-  for (size_t k = 0; k <= test_nets_.size(); ++k) {
-    const Net& net = k == 0 ? *net_ : *test_nets_[k - 1];
-    for (const auto& layer : net.layers()) {
-      DataLayerState data;
-      if (!layer->SaveDataState(&data)) continue;
-      data.set_net(static_cast<int>(k));
-      *state->add_data_state() = std::move(data);
-    }
-  }
-}
-
-void Solver::RestoreDataStates(const SolverState& state, const std::string& state_file) {
-  bool notified = false;
-  for (size_t k = 0; k <= test_nets_.size(); ++k) {
-    const Net& net = k == 0 ? *net_ : *test_nets_[k - 1];
-    for (const auto& layer : net.layers()) {
-      DataLayerState current;
-      if (!layer->SaveDataState(&current)) continue;
-      const DataLayerState* saved = nullptr;
-      for (const DataLayerState& data : state.data_state())
-        if (data.net() == static_cast<int>(k) && data.layer() == layer->name()) saved = &data;
-      if (saved == nullptr) {
-        if (!notified)
-          LOG(WARNING) << state_file
-                       << (state.data_state_size() == 0
-                               ? " holds no data layer positions (written by Caffe or an older "
-                                 "crema): the data layers read from their first record"
-                               : StrCat(" holds no position for data layer \"", layer->name(),
-                                        "\": it reads from its first record"));
-        notified = state.data_state_size() == 0;
-        continue;
-      }
-      if (saved->type() != layer->type())
-        CREMA_THROW_CONFIG(state_file, ": data_state of layer \"", layer->name(), "\" is for a ",
-                           saved->type(), " layer, but the net's layer is ", layer->type());
-      if (k == 0 && auto_sharded_.count(layer->name()) && dist::Rank() > 0 &&
-          layer->type() == std::string("Data")) {
-        // The state is rank 0's (shard 0); every shard has read as many records of its own.
-        DataLayerState mine = *saved;
-        const int64_t world = dist::WorldSize(), shard_records = layer->NumRecords();
-        const int64_t index = saved->position() / world;
-        mine.set_position((shard_records > 0 ? index % shard_records : 0) * world + dist::Rank());
-        if (saved->pass_size() >= 0) mine.set_pass_size(shard_records);
-        layer->RestoreDataState(mine);
-        continue;
-      }
-      if (k == 0 && auto_sharded_.count(layer->name()) && dist::Rank() > 0) {
-        // ImageData, HDF5Data: positions within the shard; with shards of one size (and the
-        // same seed on every rank) rank 0's state is this rank's too.
-        try {
-          layer->RestoreDataState(*saved);
-        } catch (const RuntimeError&) {
-          LOG(WARNING) << "rank " << dist::Rank() << ": layer \"" << layer->name()
-                       << "\" does not resume exactly: its shard differs in size from rank 0's";
-        }
-        continue;
-      }
-      layer->RestoreDataState(*saved);
-    }
-  }
 }
 
 // ---- the training loop ----
@@ -914,8 +547,7 @@ void Solver::TestNet(int test_net_id, std::vector<std::pair<std::string, double>
   if (test_net_id < static_cast<int>(test_start_states_.size()))
     for (auto& [layer, start] : test_start_states_[test_net_id]) layer->RestoreDataState(start);
   const int test_iter = param_.test_iter(test_net_id);
-  std::vector<double> test_score;
-  std::vector<int> test_score_output_id;
+  OutputMeans means;
   double loss = 0;
   for (int i = 0; i < test_iter; ++i) {
     for (Action request = GetRequestedAction(); request != Action::kNone;
@@ -926,18 +558,7 @@ void Solver::TestNet(int test_net_id, std::vector<std::pair<std::string, double>
     if (requested_early_exit_) break;
     const double iter_loss = test_net.Forward();
     if (param_.test_compute_loss()) loss += iter_loss;
-    const BlobVec& result = test_net.output_blobs();
-    size_t index = 0;
-    for (size_t j = 0; j < result.size(); ++j) {
-      for (int64_t k = 0; k < result[j]->count(); ++k, ++index) {
-        if (i == 0) {
-          test_score.push_back(result[j]->data_at(k));
-          test_score_output_id.push_back(static_cast<int>(j));
-        } else {
-          test_score[index] += result[j]->data_at(k);
-        }
-      }
-    }
+    means.Add(test_net);
   }
   if (requested_early_exit_) {
     LOG(INFO) << "Test interrupted.";
@@ -948,18 +569,22 @@ void Solver::TestNet(int test_net_id, std::vector<std::pair<std::string, double>
     LOG(INFO) << "Test loss: " << loss;
   }
   scores->clear();
-  for (size_t i = 0; i < test_score.size(); ++i) {
-    const int blob_index = test_net.output_blob_indices()[test_score_output_id[i]];
-    const std::string& output_name = test_net.blob_names()[blob_index];
+  int score_index = 0;
+  for (const OutputMeans::Mean& mean : means.Means()) {
+    const int blob_index = test_net.output_blob_indices()[mean.output];
     const double loss_weight = test_net.blob_loss_weights()[blob_index];
-    const double mean_score = test_score[i] / test_iter;
-    scores->emplace_back(output_name, mean_score);
+    scores->emplace_back(mean.name, mean.value);
     std::ostringstream loss_msg;
     if (loss_weight)
-      loss_msg << " (* " << loss_weight << " = " << loss_weight * mean_score << " loss)";
-    LOG(INFO) << "    Test net output #" << i << ": " << output_name << " = " << mean_score
-              << loss_msg.str();
+      loss_msg << " (* " << loss_weight << " = " << loss_weight * mean.value << " loss)";
+    LOG(INFO) << "    Test net output #" << score_index++ << ": " << mean.name << " = "
+              << mean.value << loss_msg.str();
   }
+  // Outputs that changed size between batches have no element-wise mean (and no score).
+  for (const OutputMeans::Varying& output : means.VaryingOutputs())
+    LOG(INFO) << "    Test net output " << output.name
+              << ": not averaged, its size varies between batches (" << output.min_count << " to "
+              << output.max_count << " values per batch)";
 }
 
 // ---- learning rate ----
@@ -974,104 +599,8 @@ double Solver::GetLearningRate() const {
 }
 
 double Solver::ScheduledLearningRate() const {
-  const std::string& policy = param_.lr_policy();
-  const double base_lr = param_.base_lr();
-  const double gamma = param_.gamma();
-  const double power = param_.power();
-  auto require_gamma = [&] {
-    if (param_.gamma() < 0)
-      throw ConfigError(ErrorAt("gamma") + StrCat("gamma must be >= 0 for lr_policy \"", policy,
-                                                  "\", got ", param_.gamma()));
-  };
-  auto require_stepsize = [&] {
-    if (param_.stepsize() <= 0)
-      throw ConfigError(ErrorAt("stepsize") + StrCat("stepsize must be > 0 for lr_policy \"",
-                                                     policy, "\", got ", param_.stepsize()));
-  };
-  if (policy == "fixed") return base_lr;
-  if (policy == "step") {
-    require_stepsize();
-    require_gamma();
-    return base_lr * std::pow(gamma, iter_ / param_.stepsize());
-  }
-  if (policy == "exp") {
-    require_gamma();
-    return base_lr * std::pow(gamma, iter_);
-  }
-  if (policy == "inv") {
-    require_gamma();
-    return base_lr * std::pow(1.0 + gamma * iter_, -power);
-  }
-  if (policy == "multistep") {
-    require_gamma();
-    // Caffe advances current_step at most once per iteration, when iter reaches the next
-    // stepvalue; the solver commits that advance after the update (SGDSolver).
-    int step = current_step_;
-    if (step < param_.stepvalue_size() && iter_ >= param_.stepvalue(step)) ++step;
-    return base_lr * std::pow(gamma, step);
-  }
-  if (policy == "poly") {
-    if (param_.max_iter() <= 0)
-      throw ConfigError(
-          ErrorAt("max_iter") +
-          StrCat("max_iter must be > 0 for lr_policy \"poly\", got ", param_.max_iter()));
-    return base_lr * std::pow(1.0 - static_cast<double>(iter_) / param_.max_iter(), power);
-  }
-  if (policy == "sigmoid") {
-    require_gamma();
-    require_stepsize();
-    return base_lr *
-           (1.0 / (1.0 + std::exp(-gamma * (static_cast<double>(iter_) - param_.stepsize()))));
-  }
-  throw ConfigError(ErrorAt("lr_policy") +
-                    (policy.empty()
-                         ? std::string("lr_policy is not set")
-                         : "lr_policy: unknown learning rate policy \"" + policy + "\"") +
-                    "; expected one of fixed, step, exp, inv, multistep, poly, sigmoid");
-}
-
-// ---- snapshots ----
-
-std::string Solver::SnapshotFilename(const std::string& extension) const {
-  if (snapshot_best_) return param_.snapshot_prefix() + "_best" + extension;
-  return param_.snapshot_prefix() + "_iter_" + std::to_string(iter_) + extension;
-}
-
-std::string Solver::Snapshot() {
-  const bool hdf5 = param_.snapshot_format() == SolverParameter::HDF5;
-  const std::string model_filename = SnapshotFilename(hdf5 ? ".caffemodel.h5" : ".caffemodel");
-  const std::string state_filename = SnapshotFilename(hdf5 ? ".solverstate.h5" : ".solverstate");
-  if (!dist::IsRoot()) return model_filename;  // only rank 0 writes snapshots
-  if (snapshot_best_) {
-    // The _best pair is overwritten in place: the old state goes first, so a crash between the
-    // two writes leaves a model without a state, never a state that names the newer model.
-    std::error_code ec;
-    fs::remove(state_filename, ec);
-  }
-  if (hdf5) {
-    LOG(INFO) << "Snapshotting to HDF5 file " << model_filename;
-    // Written beside and renamed, so a crash never leaves a truncated snapshot behind.
-    const std::string temp = model_filename + ".tmp";
-    net_->ToHDF5(temp, param_.snapshot_diff());
-    CommitFileAtomically(temp, model_filename);
-  } else {
-    LOG(INFO) << "Snapshotting to binary proto file " << model_filename;
-    NetParameter net_param;
-    net_->ToProto(&net_param, param_.snapshot_diff());
-    WriteBinaryProto(net_param, model_filename);
-  }
-  SnapshotSolverState(model_filename);
-  if (!snapshot_best_) PruneSnapshots(model_filename, state_filename);
-  return model_filename;
-}
-
-void Solver::Restore(const std::string& state_file) {
-  const bool hdf5 =
-      state_file.size() >= 3 && state_file.compare(state_file.size() - 3, 3, ".h5") == 0;
-  if (hdf5)
-    RestoreSolverStateFromHDF5(state_file);
-  else
-    RestoreSolverStateFromBinaryProto(state_file);
+  return LearningRateAt(param_, iter_, current_step_,
+                        [this](const std::string& field) { return ErrorAt(field); });
 }
 
 }  // namespace crema

@@ -2,46 +2,21 @@
 
 #include <glog/logging.h>
 
-#include <cmath>
 #include <filesystem>
 #include <fstream>
 #include <sstream>
 
 #include "crema/error.hpp"
+#include "io/json.hpp"
 #include "net/proto_io.hpp"
 
 namespace crema {
 namespace {
 
-std::string JsonString(const std::string& text) {
-  std::string out = "\"";
-  for (char c : text) {
-    if (c == '"' || c == '\\') {
-      out += '\\';
-      out += c;
-    } else if (static_cast<unsigned char>(c) < 0x20) {
-      char buffer[8];
-      std::snprintf(buffer, sizeof(buffer), "\\u%04x", c);
-      out += buffer;
-    } else {
-      out += c;
-    }
-  }
-  return out + "\"";
-}
-
-// JSON has no NaN or infinity: they are written as null.
-std::string JsonNumber(double value) {
-  if (!std::isfinite(value)) return "null";
-  char buffer[32];
-  std::snprintf(buffer, sizeof(buffer), "%.7g", value);  // float precision
-  return buffer;
-}
-
 std::string JsonObject(const Scores& scores) {
   std::string out = "{";
   for (size_t i = 0; i < scores.size(); ++i)
-    out += (i ? ", " : "") + JsonString(scores[i].first) + ": " + JsonNumber(scores[i].second);
+    out += (i ? ", " : "") + JsonQuote(scores[i].first) + ": " + JsonNumber(scores[i].second);
   return out + "}";
 }
 

@@ -53,6 +53,41 @@ std::vector<T> TransformAll(DataTransformer* t, const Datum& datum) {
   return out;
 }
 
+// OpenCV's interleaved rows (with padding at each row's end) -> Caffe's C x H x W Datum planes,
+// the one copy convert-imageset and compute-image-mean share.
+TEST(DataTransformerTest, InterleavedToDatum) {
+  const int channels = 3, rows = 2, cols = 3;
+  const size_t row_bytes = 11;  // 9 pixel values and 2 bytes of padding
+  std::vector<uint8_t> pixels(row_bytes * rows, 0xEE);
+  for (int h = 0; h < rows; ++h)
+    for (int w = 0; w < cols; ++w)
+      for (int c = 0; c < channels; ++c)
+        pixels[h * row_bytes + w * channels + c] = 100 * c + 10 * h + w;
+  Datum datum;
+  datum.set_label(7);
+  datum.add_float_data(1.5f);
+  datum.set_encoded(true);
+  InterleavedToDatum(pixels.data(), row_bytes, channels, rows, cols, &datum);
+  EXPECT_EQ(datum.channels(), 3);
+  EXPECT_EQ(datum.height(), 2);
+  EXPECT_EQ(datum.width(), 3);
+  EXPECT_FALSE(datum.encoded());
+  EXPECT_EQ(datum.float_data_size(), 0);
+  EXPECT_EQ(datum.label(), 7);
+  ASSERT_EQ(datum.data().size(), 18u);
+  for (int c = 0; c < channels; ++c)
+    for (int h = 0; h < rows; ++h)
+      for (int w = 0; w < cols; ++w)
+        EXPECT_EQ(static_cast<uint8_t>(datum.data()[(c * rows + h) * cols + w]),
+                  100 * c + 10 * h + w)
+            << c << " " << h << " " << w;
+  // One channel.
+  const uint8_t gray[] = {1, 2, 3, 4};
+  InterleavedToDatum(gray, 2, 1, 2, 2, &datum);
+  EXPECT_EQ(datum.data(), std::string("\x01\x02\x03\x04"));
+  EXPECT_EQ(datum.channels(), 1);
+}
+
 TEST(DataTransformerTest, ScaleFloatAndDouble) {
   DataTransformer t(Param("scale: 0.00390625"), TEST);
   const Datum datum = MakeDatum();

@@ -1,6 +1,7 @@
 // TensorBoard event files: CRC-32C against published check values, the TFRecord framing read
-// back by an independent reader written here, the Event/Summary encoding decoded field by field,
-// and -- when Python's tensorboard package is installed -- TensorBoard's own reader.
+// back by an independent reader written here, the Event/Summary encoding decoded field by field
+// and compared with hand-worked bytes, and -- when Python's tensorboard package is installed --
+// TensorBoard's own reader.
 #include "io/event_writer.hpp"
 
 #include <gtest/gtest.h>
@@ -15,6 +16,7 @@
 #include <string>
 #include <vector>
 
+#include "event.pb.h"
 #include "support/reference.hpp"
 
 namespace crema {
@@ -142,6 +144,40 @@ TEST(EventWriter, WritesVersionThenScalars) {
   EXPECT_EQ(third.find(2)->second.varint, 5u);
   ASSERT_EQ(third.count(6), 1u);                                              // session_log
   EXPECT_EQ(Decode(third.find(6)->second.bytes).find(1)->second.varint, 1u);  // START
+}
+
+// The payloads are serialized proto/event.proto messages; byte for byte what TensorFlow's schema
+// gives (worked out by hand from its field numbers).
+TEST(EventWriter, PayloadsAreEventMessages) {
+  const std::string scalars = EncodeScalarsEvent(1.5, 7, {{"a", 0.5f}});
+  const std::string expected =
+      std::string("\x09\x00\x00\x00\x00\x00\x00\xf8\x3f", 9) +  // wall_time
+      std::string("\x10\x07", 2) +                              // step
+      std::string(
+          "\x2a\x0a\x0a\x08\x0a\x01"
+          "a"
+          "\x15\x00\x00\x00\x3f",
+          12);
+  EXPECT_EQ(scalars, expected);
+  tensorboard::Event event;
+  ASSERT_TRUE(event.ParseFromString(scalars));
+  EXPECT_EQ(event.wall_time(), 1.5);
+  EXPECT_EQ(event.step(), 7);
+  ASSERT_EQ(event.summary().value_size(), 1);
+  EXPECT_EQ(event.summary().value(0).tag(), "a");
+  EXPECT_EQ(event.summary().value(0).simple_value(), 0.5f);
+
+  ASSERT_TRUE(event.ParseFromString(EncodeFileVersionEvent(2.0)));
+  EXPECT_EQ(event.file_version(), "brain.Event:2");
+  EXPECT_EQ(event.step(), 0);
+  ASSERT_TRUE(event.ParseFromString(EncodeSessionStartEvent(2.0, 40)));
+  EXPECT_EQ(event.what_case(), tensorboard::Event::kSessionLog);
+  EXPECT_EQ(event.session_log().status(), tensorboard::SessionLog::START);
+  EXPECT_EQ(event.step(), 40);
+  // A zero scalar is still written (simple_value sits in a oneof).
+  ASSERT_TRUE(event.ParseFromString(EncodeScalarsEvent(2.0, 1, {{"z", 0.0f}})));
+  ASSERT_EQ(event.summary().value_size(), 1);
+  EXPECT_TRUE(event.summary().value(0).has_simple_value());
 }
 
 // TensorBoard's own reader, when its Python package is installed (scripts/setup.sh tries).

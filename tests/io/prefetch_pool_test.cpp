@@ -3,6 +3,7 @@
 #include <gtest/gtest.h>
 
 #include <atomic>
+#include <chrono>
 #include <stdexcept>
 #include <string>
 #include <thread>
@@ -195,17 +196,28 @@ TEST(PrefetchPoolTest, PrefetcherCountsBatchesAndWaitsOnlyForEmptyQueues) {
   }
   EXPECT_EQ(prefetcher.wait().batches, 5);
   EXPECT_EQ(prefetcher.wait().ms, 0.0);
-  // Waits for a slow load are counted, and the process total follows every prefetcher.
-  std::atomic<bool> open{false};
+  // Waits for a slow load are counted, and the process total follows every prefetcher. The load
+  // finishes 100 ms after the consumer starts waiting for it, so at least about that much is
+  // counted, and no more than the consumer really spent in Acquire.
+  std::atomic<bool> acquiring{false}, open{false};
   Prefetcher slow(1, [&](int) {
     while (!open) std::this_thread::yield();
   });
   slow.Start();
-  std::thread opener([&] { open = true; });
+  std::thread opener([&] {
+    while (!acquiring) std::this_thread::yield();
+    std::this_thread::sleep_for(std::chrono::milliseconds(100));
+    open = true;
+  });
+  acquiring = true;
+  const auto before = std::chrono::steady_clock::now();
   slow.Release(slow.Acquire());
+  const double spent_ms =
+      std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - before).count();
   opener.join();
   EXPECT_EQ(slow.wait().batches, 1);
-  EXPECT_GE(slow.wait().ms, 0.0);
+  EXPECT_GE(slow.wait().ms, 50.0);
+  EXPECT_LE(slow.wait().ms, spent_ms + 1e-3);
   const PrefetchWait total_after = TotalPrefetchWait();
   EXPECT_EQ(total_after.batches - total_before.batches, 6);
   EXPECT_NEAR(total_after.ms - total_before.ms, slow.wait().ms, 1e-6);

@@ -8,6 +8,7 @@
 
 #include <cmath>
 #include <fstream>
+#include <vector>
 
 #include "net/proto_io.hpp"
 #include "support/reference.hpp"
@@ -104,6 +105,9 @@ TEST(NetTest, InPlaceParamsAndLoss) {
   EXPECT_TRUE(net->bottom_need_backward()[4][0]);
 }
 
+// Every element of every learnable parameter: the gradient Backward leaves in its diff against
+// central differences of the net's loss (float32 nets: eps 1e-2, agreement to 5e-4). Elements
+// whose step would move an ip1 unit across the ReLU's kink in some item are left out.
 TEST(NetTest, ForwardBackwardIsConsistentWithNumericGradient) {
   auto net = Build(kTinyNet, TRAIN);
   Blob* data = net->input_blobs()[0];
@@ -113,14 +117,44 @@ TEST(NetTest, ForwardBackwardIsConsistentWithNumericGradient) {
   net->ClearParamDiffs();
   const double loss = net->ForwardBackward();
   EXPECT_GT(loss, 0);
-  Blob* w = net->learnable_params()[0];
-  const float analytic = w->cpu_diff<float>()[2];
+  const std::vector<Blob*>& params = net->learnable_params();
+  ASSERT_EQ(params.size(), 4u);  // ip1 weight (5 x 3) and bias, ip2 weight (3 x 5) and bias
+  // ip1's pre-activations (4 items x 5 units), for the kink test.
+  const float* x = data->cpu_data<float>();
+  const float* w1 = params[0]->cpu_data<float>();
+  const float* b1 = params[1]->cpu_data<float>();
+  std::vector<double> pre(20);
+  for (int n = 0; n < 4; ++n)
+    for (int j = 0; j < 5; ++j) {
+      pre[n * 5 + j] = b1[j];
+      for (int k = 0; k < 3; ++k) pre[n * 5 + j] += w1[j * 3 + k] * x[n * 3 + k];
+    }
   const float eps = 1e-2f;
-  w->mutable_cpu_data<float>()[2] += eps;
-  const double plus = net->Forward();
-  w->mutable_cpu_data<float>()[2] -= 2 * eps;
-  const double minus = net->Forward();
-  EXPECT_NEAR(analytic, (plus - minus) / (2 * eps), 2e-3);
+  auto near_kink = [&](int unit) {
+    for (int n = 0; n < 4; ++n)
+      if (std::fabs(pre[n * 5 + unit]) < 2 * eps) return true;
+    return false;
+  };
+  int checked = 0;
+  for (size_t p = 0; p < params.size(); ++p) {
+    Blob* param = params[p];
+    const std::vector<float> analytic(param->cpu_diff<float>(),
+                                      param->cpu_diff<float>() + param->count());
+    for (int i = 0; i < param->count(); ++i) {
+      if (p < 2 && near_kink(p == 0 ? i / 3 : i)) continue;
+      float* value = param->mutable_cpu_data<float>() + i;
+      const float saved = *value;
+      *value = saved + eps;
+      const double plus = net->Forward();
+      *value = saved - eps;
+      const double minus = net->Forward();
+      *value = saved;
+      EXPECT_NEAR(analytic[i], (plus - minus) / (2 * eps), 5e-4)
+          << "param " << p << " [" << i << "]";
+      ++checked;
+    }
+  }
+  EXPECT_GE(checked, 30);  // of 38
 }
 
 TEST(NetTest, SharedParamsUseOneBlob) {

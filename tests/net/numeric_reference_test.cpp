@@ -12,14 +12,12 @@
 #include "core/rng.hpp"
 #include "crema/layer_registry.hpp"
 #include "crema/net.hpp"
+#include "io/json.hpp"
 #include "net/proto_io.hpp"
-#include "support/json.hpp"
 #include "support/reference.hpp"
 
 namespace crema {
 namespace {
-
-using testing::Json;
 
 double RelativeError(const Blob& blob, bool diff, const std::vector<float>& expected) {
   if (blob.count() != static_cast<int64_t>(expected.size())) {
@@ -48,7 +46,7 @@ class NumericReferenceTest : public ::testing::TestWithParam<std::string> {};
 TEST_P(NumericReferenceTest, MatchesCaffe) {
   const std::string name = GetParam();
   CREMA_REQUIRE_REFERENCE(dir, "bvlc/numeric/" + name);
-  const Json manifest = testing::ParseJson(testing::ReadFile(dir + "/manifest.json"));
+  const Json manifest = ParseJson(testing::ReadFile(dir + "/manifest.json"));
   NetParameter param;
   ReadNetParamsFromTextFile(dir + "/" + manifest["prototxt_used"].string, &param);
   for (const LayerParameter& layer : param.layer())

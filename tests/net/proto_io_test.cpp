@@ -98,6 +98,40 @@ TEST(ProtoIoTest, SyntaxErrorHasLineAndColumn) {
   EXPECT_EQ(error.find('\n'), std::string::npos) << error;  // one line: the first error only
 }
 
+// A file that ends inside a block once read "file:2:1: Expected identifier, got: ": the error
+// says what is missing and where each open block began.
+TEST(ProtoIoTest, FileEndingInsideABlockSaysWhatIsMissing) {
+  NetParameter net;
+  std::string path = WriteTemp("open1.prototxt",
+                               "name: \"x\"\n"
+                               "layer { name: \"data\" type: \"Input\" top: \"data\"\n"
+                               "  input_param { shape { dim: 1 } } # a } in a comment\n");
+  EXPECT_EQ(ErrorOf<ConfigError>([&] { ReadTextProto(path, &net); }),
+            path + ":4:1: the file ends inside the block \"layer {\" opened at " + path +
+                ":2:1: a closing '}' is missing");
+  path = WriteTemp("open2.prototxt",
+                   "layer {\n"
+                   "  name: \"a}\"\n"
+                   "  input_param: < shape { dim: 1 }");
+  EXPECT_EQ(ErrorOf<ConfigError>([&] { ReadTextProto(path, &net); }),
+            path + ":3:34: the file ends inside 2 blocks: \"input_param <\" opened at " + path +
+                ":3:3, inside \"layer {\" opened at " + path +
+                ":1:1: 2 closing brackets are missing");
+  // Collected the same way (crema validate).
+  std::vector<std::string> problems;
+  bool syntax_ok = true;
+  ParseTextProtoCollecting("layer {\n", "v.prototxt", &net, &problems, &syntax_ok);
+  EXPECT_FALSE(syntax_ok);
+  ASSERT_EQ(problems.size(), 1u);
+  EXPECT_EQ(problems[0],
+            "v.prototxt:2:1: the file ends inside the block \"layer {\" opened at "
+            "v.prototxt:1:1: a closing '}' is missing");
+  // An extra closing brace is not this case.
+  EXPECT_EQ(ErrorOf<ConfigError>([&] {
+              ParseTextProto("layer { }\n}\n", "e.prototxt", &net);
+            }).find("ends inside"),
+            std::string::npos);
+}
 TEST(ProtoIoTest, UnknownFieldSuggestsTheClosestName) {
   const std::string text =
       "layer {\n"

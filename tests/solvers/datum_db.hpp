@@ -11,6 +11,7 @@
 
 #include "crema/proto.hpp"
 #include "io/db.hpp"
+#include "support/reference.hpp"
 
 namespace crema::testing_db {
 

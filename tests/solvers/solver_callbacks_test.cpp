@@ -12,6 +12,7 @@
 #include "crema/error.hpp"
 #include "crema/solver.hpp"
 #include "net/proto_io.hpp"
+#include "solvers/datum_db.hpp"
 #include "support/reference.hpp"
 
 namespace crema {
@@ -58,6 +59,54 @@ int Count(const std::vector<std::string>& lines, const std::string& needle) {
   int n = 0;
   for (const auto& line : lines) n += line.find(needle) != std::string::npos;
   return n;
+}
+
+// A test net output whose size changes between batches (Filter's kept items) has no mean: it
+// gets no score (it was once summed past the end of the scores when it grew), the others do.
+TEST(SolverCallbacks, TestOutputsThatChangeSizeGetNoScore) {
+  const int labels[8] = {0, 0, 0, 1, 1, 0, 1, 1};  // batch 0 keeps 1 item, batch 1 keeps 3
+  const std::string db = testing_db::WriteDatumDb(
+      "varying_lmdb", 8, 1, 1, 1, [](int i, int) { return static_cast<uint8_t>(i); },
+      [&](int i) { return labels[i]; });
+  std::string text = Net(1);
+  text = text.substr(0, text.find("test_iter:"));
+  text.replace(text.find("net_param"), 9, "train_net_param");
+  text += StrCat(R"(
+    test_net_param {
+      name: "varying"
+      layer { name: "data" type: "Data" top: "data" top: "label"
+              data_param { source: ")",
+                 db, R"(" batch_size: 4 backend: LMDB } }
+      layer { name: "filter" type: "Filter" bottom: "data" bottom: "label" top: "kept" }
+      layer { name: "total" type: "Reduction" bottom: "data" top: "total" }
+    }
+    test_iter: 2 test_interval: 2 base_lr: 0.01 lr_policy: "fixed" display: 0 max_iter: 1)");
+  auto solver = MakeSolver(text);
+  const auto scores = solver->TestAll();
+  ASSERT_EQ(scores.size(), 1u);
+  ASSERT_EQ(scores[0].size(), 1u) << ::testing::PrintToString(scores[0]);
+  EXPECT_EQ(scores[0][0].first, "total");
+  EXPECT_DOUBLE_EQ(scores[0][0].second, (6 + 22) / 2.0);
+}
+
+// Settings that are legal but almost certainly a mistake are logged as warnings when the solver
+// is built (crema validate reports them too).
+TEST(SolverCallbacks, NegativeBaseLrAndNoIterationsWarn) {
+  std::string text = Net(1);
+  text.replace(text.find("base_lr: 0.01"), 13, "base_lr: -0.01");
+  ::testing::internal::CaptureStderr();
+  MakeSolver(text + " max_iter: 0");
+  std::string log = ::testing::internal::GetCapturedStderr();
+  EXPECT_NE(log.find("solver: base_lr is -0.01: a negative learning rate climbs the loss"),
+            std::string::npos)
+      << log;
+  EXPECT_NE(log.find("solver: max_iter is 0: no training iteration will run"), std::string::npos)
+      << log;
+  ::testing::internal::CaptureStderr();
+  MakeSolver(Net(1) + " max_iter: 5");
+  log = ::testing::internal::GetCapturedStderr();
+  EXPECT_EQ(log.find("base_lr is"), std::string::npos) << log;
+  EXPECT_EQ(log.find("max_iter is"), std::string::npos) << log;
 }
 
 TEST(SolverCallbacks, MetricsFileAndTensorBoardEvents) {

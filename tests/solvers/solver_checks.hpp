@@ -21,9 +21,9 @@
 #include "crema/error.hpp"
 #include "crema/net.hpp"
 #include "crema/solver.hpp"
+#include "io/json.hpp"
 #include "net/proto_io.hpp"
 #include "solvers/sgd_solver.hpp"
-#include "support/json.hpp"
 #include "support/reference.hpp"
 
 namespace crema::solver_checks {
@@ -295,7 +295,7 @@ inline void CheckReferenceRun(const std::string& solver_file, const std::string&
                               double history_tolerance, ReferenceRunResult* result) {
   const std::string bvlc = fs::path(solver_file).parent_path().parent_path().parent_path();
   const std::string ref = bvlc + "/solvers/" + run;
-  const testing::Json losses = testing::ParseJson(testing::ReadFile(ref + "/losses.json"));
+  const Json losses = ParseJson(testing::ReadFile(ref + "/losses.json"));
   const std::string dir = testing::TempDir();
   fs::create_directory_symlink(bvlc + "/fmnist_small", dir + "/fmnist_small");
   ScopedCwd cwd(dir);
@@ -329,7 +329,7 @@ inline void CheckReferenceRun(const std::string& solver_file, const std::string&
   tests[10] = solver->TestAll()[0];
 
   // Per-iteration losses and rates.
-  const testing::Json& iterations = losses["iterations"];
+  const Json& iterations = losses["iterations"];
   ASSERT_EQ(loss_by_iter.size(), iterations.size());
   for (size_t i = 0; i < iterations.size(); ++i) {
     const double expected = iterations[i]["loss"].number;
@@ -341,7 +341,7 @@ inline void CheckReferenceRun(const std::string& solver_file, const std::string&
     }
   }
   // Caffe's own test lines (6 digits) at 0, 5 and 10.
-  for (const testing::Json& t : losses["tests_from_log"].array) {
+  for (const Json& t : losses["tests_from_log"].array) {
     const int iter = static_cast<int>(t["iter"].number);
     SCOPED_TRACE("test at iteration " + std::to_string(iter));
     ASSERT_TRUE(tests.count(iter));

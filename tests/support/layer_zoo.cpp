@@ -6,7 +6,7 @@
 #include <fstream>
 
 #include "crema/layer_registry.hpp"
-#include "support/json.hpp"
+#include "io/json.hpp"
 #include "support/layer_test.hpp"
 #include "support/reference.hpp"
 
@@ -85,7 +85,9 @@ void CheckLayerAgainstCaffe(const std::string& net_name, const std::string& laye
                             double tolerance) {
   SCOPED_TRACE(net_name + "/" + layer_name);
   const std::string dir = ReferencePath("bvlc/numeric/" + net_name);
-  if (dir.empty()) GTEST_SKIP() << "reference data not found: bvlc/numeric/" << net_name;
+  if (dir.empty()) {
+    CREMA_MISSING_REFERENCE("bvlc/numeric/" + net_name);
+  }
   const Json manifest = ParseJson(ReadFile(dir + "/manifest.json"));
   NetParameter net;
   ASSERT_TRUE(ReadNet(dir + "/" + net_name + ".caffemodel", &net)) << net_name;

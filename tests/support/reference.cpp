@@ -26,9 +26,18 @@ void RemoveTempDirs() {
 
 }  // namespace
 
-std::string ReferenceDir() {
+std::string ReferenceDirWanted() {
   const char* env = std::getenv("CREMA_REFERENCE_DIR");
-  std::string dir = env != nullptr ? env : std::string(CREMA_SOURCE_DIR) + "/../shared/reference";
+  return env != nullptr ? env : std::string(CREMA_SOURCE_DIR) + "/../shared/reference";
+}
+
+bool ReferenceRequired() {
+  const char* env = std::getenv("CREMA_REQUIRE_REFERENCE");
+  return env != nullptr && std::strcmp(env, "") != 0 && std::strcmp(env, "0") != 0;
+}
+
+std::string ReferenceDir() {
+  const std::string dir = ReferenceDirWanted();
   std::error_code ec;
   return fs::is_directory(dir, ec) ? fs::canonical(dir, ec).string() : "";
 }

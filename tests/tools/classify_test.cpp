@@ -13,7 +13,7 @@
 
 #include "crema/layer_registry.hpp"
 #include "image_tool_util.hpp"
-#include "support/json.hpp"
+#include "io/json.hpp"
 #include "support/reference.hpp"
 
 namespace crema {
@@ -166,14 +166,14 @@ TEST_F(ClassifyTest, JsonLines) {
   EXPECT_EQ(r.rc, 1) << r.output;
   const auto lines = Lines(Slurp(out));
   ASSERT_EQ(lines.size(), 2u);
-  const testing::Json first = testing::ParseJson(lines[0]);
+  const Json first = ParseJson(lines[0]);
   EXPECT_EQ(first["path"].string, Image("a.png"));
   ASSERT_EQ(first["top"].size(), 2u);
   EXPECT_EQ(first["top"][0]["rank"].number, 1);
   EXPECT_EQ(first["top"][0]["label"].string, "blue");          // a tie: the lower class first
   EXPECT_NEAR(first["top"][0]["prob"].number, 1.0 / 3, 1e-6);  // the mean removes everything
   EXPECT_EQ(first["top"][1]["class"].number, 1);
-  const testing::Json second = testing::ParseJson(lines[1]);
+  const Json second = ParseJson(lines[1]);
   EXPECT_EQ(second["path"].string, Image("bad.png"));
   EXPECT_NE(second["error"].string.find("cannot decode"), std::string::npos);
 }
@@ -278,7 +278,7 @@ TEST_F(ClassifyTest, SqueezeNetOnRealPhotos) {
     EXPECT_EQ(r.rc, 0) << r.output;
     std::vector<std::pair<std::string, double>> top1;
     for (const auto& line : Lines(Slurp(out))) {
-      const testing::Json row = testing::ParseJson(line);
+      const Json row = ParseJson(line);
       top1.emplace_back(row["top"][0]["label"].string, row["top"][0]["prob"].number);
     }
     return top1;

@@ -10,28 +10,18 @@
 #include "crema/layer_registry.hpp"
 #include "crema/proto.hpp"
 #include "io/npy.hpp"
+#include "solvers/datum_db.hpp"
 #include "support/reference.hpp"
+#include "support/run_command.hpp"
 
 namespace crema {
 namespace {
 
-struct Result {
-  int rc = -1;
-  std::string output;  // stdout and stderr together
-};
+using Result = testing::CommandResult;
 
 Result Crema(const std::string& args) {
-  const std::string command =
-      "CREMA_OPENBLAS_FIX=0 " + std::string(CREMA_BINARY_DIR) + "/crema " + args + " 2>&1";
-  Result result;
-  FILE* pipe = popen(command.c_str(), "r");
-  if (pipe == nullptr) return result;
-  char buffer[4096];
-  size_t n;
-  while ((n = fread(buffer, 1, sizeof(buffer), pipe)) > 0) result.output.append(buffer, n);
-  const int status = pclose(pipe);
-  result.rc = WIFEXITED(status) ? WEXITSTATUS(status) : 128 + WTERMSIG(status);
-  return result;
+  return testing::RunCommand("CREMA_OPENBLAS_FIX=0 " + std::string(CREMA_BINARY_DIR) + "/crema " +
+                             args);
 }
 
 void WriteText(const std::string& path, const std::string& text) {
@@ -113,6 +103,17 @@ TEST_F(CliTest, UnknownVerbOrFlagIsUsageError) {
   EXPECT_EQ(r.rc, 2) << r.output;
 }
 
+// A malformed --gpu is a usage error naming the flag (exit 2), whether or not a GPU is present;
+// an id too large for an int once gave "error: stoi" and exit 1.
+TEST_F(CliTest, DeviceQueryGpuFlagErrorsNameTheFlag) {
+  for (const char* gpu : {"99999999999", "abc", "0,0", "-1", "1e3", "0x1"}) {
+    const Result r = Crema(std::string("device_query --gpu ") + gpu);
+    EXPECT_EQ(r.rc, 2) << gpu << ": " << r.output;
+    EXPECT_NE(r.output.find("--gpu"), std::string::npos) << gpu << ": " << r.output;
+    EXPECT_EQ(r.output.find("stoi"), std::string::npos) << gpu << ": " << r.output;
+  }
+}
+
 TEST_F(CliTest, MissingRequiredFlag) {
   const Result r = Crema("test");
   EXPECT_EQ(r.rc, 2) << r.output;
@@ -143,6 +144,72 @@ TEST_F(CliTest, TruncatedWeightsIsConfigError) {
   const Result r = Crema("test --iterations 1 --model " + net_ + " --weights " + truncated);
   EXPECT_EQ(r.rc, 2) << r.output;
   EXPECT_NE(r.output.find("truncated.caffemodel"), std::string::npos) << r.output;
+}
+
+// An output whose size changes between batches (here Filter's kept items; DetectionOutput's
+// detections in practice) once aborted `crema test` when it grew and was averaged wrongly when it
+// shrank: it is reported by its sizes, and the other outputs are still averaged.
+TEST_F(CliTest, TestReportsOutputsThatChangeSize) {
+  for (const char* type : {"Data", "Filter", "Reduction"})
+    if (!LayerRegistry::Has(type)) GTEST_SKIP() << type << " not registered";
+  // Records 0..7 hold their index as their one pixel; the label selects: batch 0 (records 0-3)
+  // keeps one item, batch 1 (records 4-7) three.
+  const int labels[8] = {0, 0, 0, 1, 1, 0, 1, 1};
+  const std::string db = testing_db::WriteDatumDb(
+      "varying_lmdb", 8, 1, 1, 1, [](int i, int) { return static_cast<uint8_t>(i); },
+      [&](int i) { return labels[i]; });
+  const std::string net = dir_ + "/varying.prototxt";
+  WriteText(net, R"(name: "varying"
+layer { name: "data" type: "Data" top: "data" top: "label"
+        data_param { source: ")" +
+                     db + R"(" batch_size: 4 backend: LMDB } }
+layer { name: "filter" type: "Filter" bottom: "data" bottom: "label" top: "kept" }
+layer { name: "total" type: "Reduction" bottom: "data" top: "total" }
+)");
+  for (int iterations : {2, 3}) {
+    const Result r = Crema("test --model " + net + " --weights " + weights_ + " --iterations " +
+                           std::to_string(iterations));
+    ASSERT_EQ(r.rc, 0) << r.output;
+    // total: 0+1+2+3 = 6, then 4+5+6+7 = 22 (and 6 again for a third batch).
+    EXPECT_NE(r.output.find(iterations == 2 ? "\ntotal = 14\n" : "\ntotal = 11.3333\n"),
+              std::string::npos)
+        << r.output;
+    EXPECT_NE(
+        r.output.find(StrCat("kept: not averaged, its size varies between batches (1 to 3 "
+                             "values per batch, ",
+                             iterations == 2 ? 4 : 5, " in all over ", iterations, " batches")),
+        std::string::npos)
+        << r.output;
+    EXPECT_EQ(r.output.find("\nkept = "), std::string::npos) << r.output;  // no mean line
+  }
+}
+
+// Weights that hold none of the net's layers (a zero-byte file parses as an empty NetParameter)
+// once ran the net on its fillers without a word.
+TEST_F(CliTest, WeightsMatchingNoLayerAreAnError) {
+  if (!TinyNetLayersRegistered()) GTEST_SKIP() << "Input/InnerProduct/ReLU not registered yet";
+  const std::string empty = dir_ + "/empty.caffemodel";
+  WriteText(empty, "");
+  NetParameter other;
+  other.add_layer()->set_name("conv1");
+  std::string bytes;
+  other.SerializeToString(&bytes);
+  const std::string unrelated = dir_ + "/other.caffemodel";
+  WriteText(unrelated, bytes);
+  const float x[3] = {1, 2, 3};
+  WriteNpyFloat32(dir_ + "/x1.npy", {1, 3}, x);
+  for (const std::string& weights : {empty, unrelated, weights_ + "," + empty}) {
+    for (const std::string& verb :
+         {"test --iterations 1 --model " + net_,
+          "forward --output_dir " + dir_ + "/o --input data=" + dir_ + "/x1.npy --model " + net_}) {
+      const Result r = Crema(verb + " --weights " + weights);
+      EXPECT_EQ(r.rc, 2) << verb << " " << weights << "\n" << r.output;
+      EXPECT_NE(r.output.find(": holds none of the 1 layer(s) with params of net \"tiny\" (ip)"),
+                std::string::npos)
+          << r.output;
+    }
+  }
+  EXPECT_EQ(Crema("test --iterations 1 --model " + net_ + " --weights " + weights_).rc, 0);
 }
 
 TEST_F(CliTest, InspectPrintsLayers) {

@@ -117,6 +117,56 @@ TEST(ConvertMnistTest, RecordLayoutAndGzipInput) {
   EXPECT_EQ(ReadLmdb(dir + "/gz"), records);
 }
 
+std::string ErrorOf(const std::function<void()>& f);
+
+// .gz files are read with zlib: no `gzip` program is needed (they once went through
+// popen("gzip -dc")), and damaged compressed data is an error naming the file.
+TEST(ConvertMnistTest, GzipIsReadWithZlib) {
+  const std::string dir = testing::TempDir();
+  const auto [images, labels] = MakeIdx(dir, 7);
+  // images.gz, and the same bytes as two gzip members one after the other (one stream to zlib).
+  std::string raw;
+  {
+    std::ifstream in(images, std::ios::binary);
+    raw.assign(std::istreambuf_iterator<char>(in), {});
+  }
+  WriteFile(dir + "/part1", raw.substr(0, 20));
+  WriteFile(dir + "/part2", raw.substr(20));
+  ASSERT_EQ(std::system(("gzip -k '" + images + "' '" + labels + "' '" + dir + "/part1' '" + dir +
+                         "/part2' && cat '" + dir + "/part1.gz' '" + dir + "/part2.gz' > '" + dir +
+                         "/two_members.gz'")
+                            .c_str()),
+            0);
+  std::string gz;
+  {
+    std::ifstream in(images + ".gz", std::ios::binary);
+    gz.assign(std::istreambuf_iterator<char>(in), {});
+  }
+  ASSERT_GT(gz.size(), 30u);
+  // Without any program on PATH.
+  const std::string path = std::getenv("PATH") ? std::getenv("PATH") : "";
+  setenv("PATH", (dir + "/no_programs_here").c_str(), 1);
+  const int64_t written = ConvertMnist(images + ".gz", labels + ".gz", dir + "/db");
+  setenv("PATH", path.c_str(), 1);
+  EXPECT_EQ(written, 7);
+  EXPECT_EQ(ConvertMnist(images, labels, dir + "/plain"), 7);
+  EXPECT_EQ(ReadLmdb(dir + "/db"), ReadLmdb(dir + "/plain"));
+  EXPECT_EQ(ConvertMnist(dir + "/two_members.gz", labels + ".gz", dir + "/db_two"), 7);
+  EXPECT_EQ(ReadLmdb(dir + "/db_two"), ReadLmdb(dir + "/db"));
+  // A flipped byte inside the compressed data (caught by the inflater or the CRC) and a file cut
+  // inside its trailer: ConfigErrors naming the file, and no DB left behind.
+  std::string corrupt = gz;
+  corrupt[corrupt.size() - 6] = static_cast<char>(corrupt[corrupt.size() - 6] ^ 0x5a);
+  WriteFile(dir + "/corrupt.gz", corrupt);
+  std::string e = ErrorOf([&] { ConvertMnist(dir + "/corrupt.gz", labels, dir + "/db2"); });
+  EXPECT_EQ(e.rfind("config: '" + dir + "/corrupt.gz'", 0), 0u) << e;
+  EXPECT_FALSE(std::ifstream(dir + "/db2/data.mdb")) << "a half-written DB was left behind";
+  WriteFile(dir + "/cut.gz", gz.substr(0, gz.size() - 3));
+  e = ErrorOf([&] { ConvertMnist(dir + "/cut.gz", labels, dir + "/db3"); });
+  EXPECT_EQ(e.rfind("config: '" + dir + "/cut.gz'", 0), 0u) << e;
+  EXPECT_NE(e.find("truncated"), std::string::npos) << e;
+}
+
 std::string ErrorOf(const std::function<void()>& f) {
   try {
     f();

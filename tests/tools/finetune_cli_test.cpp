@@ -82,6 +82,25 @@ class FineTuneCliTest : public ::testing::Test {
   std::string dir_, solver_, mismatched_, only_ip1_;
 };
 
+// Fine-tuning from weights that hold none of the net's layers trains from the fillers, as asked,
+// but says so (an empty file is the usual cause).
+TEST_F(FineTuneCliTest, WeightsMatchingNoLayerWarn) {
+  const std::string empty = dir_ + "/empty.caffemodel";
+  std::ofstream(empty).flush();
+  const auto r = RunCrema(Train("--weights " + empty));
+  ASSERT_EQ(r.rc, 0) << r.output;
+  EXPECT_NE(r.output.find("--weights " + empty +
+                          ": holds none of the 2 layer(s) with params of net \"two\" (ip1, ip2)"),
+            std::string::npos)
+      << r.output;
+  EXPECT_NE(r.output.find("0 layer(s) copied, 0 skipped for a shape mismatch, 2 not in the"),
+            std::string::npos)
+      << r.output;
+  const auto matched = RunCrema(Train("--weights " + only_ip1_));
+  ASSERT_EQ(matched.rc, 0) << matched.output;
+  EXPECT_EQ(matched.output.find("holds none of"), std::string::npos) << matched.output;
+}
+
 TEST_F(FineTuneCliTest, ShapeMismatchStopsByDefault) {
   const auto r = RunCrema(Train("--weights " + mismatched_));
   EXPECT_EQ(r.rc, 2) << r.output;

@@ -11,26 +11,14 @@
 #include <vector>
 
 #include "io/db.hpp"
+#include "support/run_command.hpp"
 
 namespace crema::testing {
 
-struct CremaResult {
-  int rc = -1;
-  std::string output;  // stdout and stderr together
-};
+using CremaResult = CommandResult;
 
 inline CremaResult RunCrema(const std::string& args) {
-  const std::string command =
-      "CREMA_OPENBLAS_FIX=0 " + std::string(CREMA_BINARY_DIR) + "/crema " + args + " 2>&1";
-  CremaResult result;
-  FILE* pipe = popen(command.c_str(), "r");
-  if (pipe == nullptr) return result;
-  char buffer[4096];
-  size_t n;
-  while ((n = fread(buffer, 1, sizeof(buffer), pipe)) > 0) result.output.append(buffer, n);
-  const int status = pclose(pipe);
-  result.rc = WIFEXITED(status) ? WEXITSTATUS(status) : 128 + WTERMSIG(status);
-  return result;
+  return RunCommand("CREMA_OPENBLAS_FIX=0 " + std::string(CREMA_BINARY_DIR) + "/crema " + args);
 }
 
 inline void PngPut32(std::string* out, uint32_t v) {

@@ -43,7 +43,7 @@ TEST(InferenceBuildTest, LinksNoDataSourceLibraries) {
 
 TEST(InferenceBuildTest, DataLayerIsNamedAsLeftOut) {
   CREMA_REQUIRE_INFERENCE_BUILD();
-  const std::string net = testing::TempDir() + "/data_net.prototxt";
+  const std::string net = ::testing::TempDir() + "/data_net.prototxt";
   std::ofstream(net) << "layer { name: 'd' type: 'Data' top: 'x' data_param { source: 'x' "
                         "batch_size: 1 } }\n";
   std::string output;
@@ -58,7 +58,7 @@ TEST(InferenceBuildTest, DataLayerIsNamedAsLeftOut) {
 // input) must be the classes and scores of this process's forward.
 TEST(InferenceBuildTest, ClassifyExampleMatchesForward) {
   CREMA_REQUIRE_INFERENCE_BUILD();
-  const std::string dir = testing::TempDir();
+  const std::string dir = ::testing::TempDir();
   const std::string deploy = std::string(CREMA_SOURCE_DIR) + "/models/lenet/lenet.prototxt";
   NetParameter param;
   ReadNetParamsFromTextFile(deploy, &param);
@@ -108,6 +108,15 @@ TEST(InferenceBuildTest, ClassifyExampleMatchesForward) {
     ++i;
   }
   EXPECT_EQ(i, 3) << output;
+  // A TOP_K that is not a whole number >= 1 is a usage error (exit 2), never a crash.
+  for (const char* bad : {"-3", "x", "2.5", "99999999999"}) {
+    EXPECT_EQ(RunCommand(classify + " " + deploy + " " + dir + "/lenet.caffemodel " + dir +
+                             "/input.raw " + dir + "/labels.txt " + bad,
+                         &output),
+              2)
+        << bad << ": " << output;
+    EXPECT_NE(output.find("TOP_K"), std::string::npos) << output;
+  }
 }
 
 }  // namespace

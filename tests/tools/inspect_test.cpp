@@ -13,16 +13,14 @@
 
 #include "crema/layer_registry.hpp"
 #include "crema/net.hpp"
+#include "io/json.hpp"
 #include "net/net_json.hpp"
-#include "support/json.hpp"
 #include "support/reference.hpp"
 
 namespace crema {
 namespace {
 
 namespace fs = std::filesystem;
-using testing::Json;
-using testing::ParseJson;
 
 // Restores the working directory at scope exit.
 class ScopedChdir {

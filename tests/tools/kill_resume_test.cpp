@@ -28,9 +28,9 @@
 #include "crema/proto.hpp"
 #include "image_tool_util.hpp"
 #include "io/hdf5.hpp"
+#include "io/json.hpp"
 #include "net/proto_io.hpp"
 #include "regression_solver.hpp"
-#include "support/json.hpp"
 
 namespace crema {
 namespace {
@@ -182,14 +182,14 @@ class KillResumeTest : public testing::RegressionSolverTest {
   }
 
   // Every line is a JSON object; only the last may be cut short (no newline) unless `complete`.
-  std::vector<testing::Json> CheckMetricsLines(const std::string& path, bool complete) {
+  std::vector<Json> CheckMetricsLines(const std::string& path, bool complete) {
     const std::string text = ReadAll(path);
-    std::vector<testing::Json> records;
+    std::vector<Json> records;
     size_t start = 0;
     for (size_t end = text.find('\n'); end != std::string::npos;
          start = end + 1, end = text.find('\n', start)) {
       try {
-        records.push_back(testing::ParseJson(text.substr(start, end - start)));
+        records.push_back(ParseJson(text.substr(start, end - start)));
       } catch (const std::exception& e) {
         ADD_FAILURE() << path << ": a bad line at offset " << start << ": " << e.what();
       }
@@ -270,7 +270,7 @@ class KillResumeTest : public testing::RegressionSolverTest {
     // interval and at the end, once each, in order, with the losses of an uninterrupted run.
     const auto records = CheckMetricsLines(prefix_ + "_metrics.jsonl", /*complete=*/true);
     std::vector<int> train_iters, test_iters;
-    for (const testing::Json& record : records) {
+    for (const Json& record : records) {
       const int iter = static_cast<int>(record["iter"].number);
       if (record["phase"].string == "train") {
         train_iters.push_back(iter);

@@ -7,11 +7,13 @@
 #include <cctype>
 #include <cstdio>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "crema/error.hpp"
 #include "crema/net.hpp"
 #include "io/npy.hpp"
+#include "support/run_command.hpp"
 
 namespace crema::onnx_test {
 
@@ -19,14 +21,9 @@ namespace crema::onnx_test {
 constexpr int kOnnxRuntimeMissing = 77;
 
 inline int RunCommand(const std::string& command, std::string* output) {
-  FILE* pipe = popen((command + " 2>&1").c_str(), "r");
-  if (pipe == nullptr) return -1;
-  char buffer[4096];
-  size_t n;
-  output->clear();
-  while ((n = fread(buffer, 1, sizeof(buffer), pipe)) > 0) output->append(buffer, n);
-  const int status = pclose(pipe);
-  return WIFEXITED(status) ? WEXITSTATUS(status) : 128;
+  testing::CommandResult result = testing::RunCommand(command);
+  *output = std::move(result.output);
+  return result.rc;
 }
 
 inline std::vector<float> BlobValues(const Blob& blob) {

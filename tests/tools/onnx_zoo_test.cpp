@@ -147,7 +147,7 @@ std::vector<std::string> OpTypes(const onnx::ModelProto& model) {
   return ops;
 }
 
-class OnnxZooTest : public testing::TestWithParam<std::string> {};
+class OnnxZooTest : public ::testing::TestWithParam<std::string> {};
 
 TEST_P(OnnxZooTest, OnnxRuntimeAndRoundTripMatchCrema) {
   const std::string model_name = GetParam();
@@ -194,7 +194,7 @@ TEST_P(OnnxZooTest, OnnxRuntimeAndRoundTripMatchCrema) {
   EXPECT_EQ(OpTypes(again), OpTypes(model)) << model_name;
   imported.reset();
 
-  const std::string dir = (fs::path(testing::TempDir()) / ("onnx_zoo_" + model_name)).string();
+  const std::string dir = (fs::path(::testing::TempDir()) / ("onnx_zoo_" + model_name)).string();
   fs::create_directories(dir);
   const std::string path = dir + "/model.onnx";
   WriteBinaryProto(model, path);
@@ -219,8 +219,8 @@ TEST_P(OnnxZooTest, OnnxRuntimeAndRoundTripMatchCrema) {
   fs::remove_all(dir);
 }
 
-INSTANTIATE_TEST_SUITE_P(Zoo, OnnxZooTest, testing::ValuesIn(ZooModels()),
-                         [](const testing::TestParamInfo<std::string>& info) {
+INSTANTIATE_TEST_SUITE_P(Zoo, OnnxZooTest, ::testing::ValuesIn(ZooModels()),
+                         [](const ::testing::TestParamInfo<std::string>& info) {
                            std::string name = info.param;
                            for (char& c : name)
                              if (!std::isalnum(static_cast<unsigned char>(c))) c = '_';

@@ -264,6 +264,11 @@ TEST_F(PlotTest, BadInputIsAnErrorAndWritesNothing) {
   std::ofstream(bad) << "{\"iter\": 0, \"phase\": \"train\", \"lr\": 0.1, \"loss\": 1}\n"
                         "[1, 2]\n";
   expect_error(bad + " --out " + out, 2, bad + ":2: not a JSON metrics record");
+  // A bad \u escape in a name: a located error, not "error: stoul" (exit 1).
+  std::ofstream(bad) << "{\"iter\": 0, \"phase\": \"train\", \"lr\": 0.1, \"loss\": 1}\n"
+                        "{\"iter\": 0, \"phase\": \"test\", \"outputs\": {\"a\\uZZZZ\": 1}}\n";
+  expect_error(bad + " --out " + out, 2,
+               bad + ":2:46: not a JSON metrics record: a \\u escape needs four hex digits");
 
   const std::string empty = dir_ + "/empty.jsonl";
   std::ofstream(empty) << "\n";

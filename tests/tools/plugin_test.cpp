@@ -19,6 +19,7 @@
 #include "support/layer_checks.hpp"
 #include "support/layer_test.hpp"
 #include "support/reference.hpp"
+#include "support/run_command.hpp"
 
 namespace crema {
 namespace {
@@ -58,23 +59,11 @@ CREMA_LAYER_CONFORMANCE(ScaledTanh,
 namespace crema {
 namespace {
 
-struct Result {
-  int rc = -1;
-  std::string output;  // stdout and stderr together
-};
+using Result = testing::CommandResult;
 
 Result Crema(const std::string& args, const std::string& env = "") {
-  const std::string command = "CREMA_OPENBLAS_FIX=0 CREMA_PLUGIN_PATH= " + env + " " +
-                              std::string(CREMA_BINARY_DIR) + "/crema " + args + " 2>&1";
-  Result result;
-  FILE* pipe = popen(command.c_str(), "r");
-  if (pipe == nullptr) return result;
-  char buffer[4096];
-  size_t n;
-  while ((n = fread(buffer, 1, sizeof(buffer), pipe)) > 0) result.output.append(buffer, n);
-  const int status = pclose(pipe);
-  result.rc = WIFEXITED(status) ? WEXITSTATUS(status) : 128 + WTERMSIG(status);
-  return result;
+  return testing::RunCommand("CREMA_OPENBLAS_FIX=0 CREMA_PLUGIN_PATH= " + env + " " +
+                             std::string(CREMA_BINARY_DIR) + "/crema " + args);
 }
 
 bool Contains(const std::string& text, const std::string& part) {

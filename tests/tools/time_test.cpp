@@ -78,13 +78,25 @@ TEST_F(TimeTest, InferenceIsForwardOnly) {
   EXPECT_NE(r.output.find("CPU threads: 1 (OpenMP), 1 (OpenBLAS"), std::string::npos) << r.output;
 }
 
-TEST_F(TimeTest, SecondsRunsAtLeastTheIterations) {
+// --seconds keeps timing whole iterations until that long has passed: on this tiny net (well
+// under a millisecond an iteration) 0.3 s takes many more than --iterations 2, and the
+// iterations timed add up to at least 0.3 s. With --seconds ignored both checks fail.
+TEST_F(TimeTest, SecondsRunsAtLeastTheIterationsAndTheTime) {
   const testing::CremaResult r =
-      RunCrema("time --model " + net_ + " --phase TEST --iterations 2 --seconds 0.05");
+      RunCrema("time --model " + net_ + " --phase TEST --iterations 2 --seconds 0.3");
   ASSERT_EQ(r.rc, 0) << r.output;
   std::smatch m;
-  ASSERT_TRUE(std::regex_search(r.output, m, std::regex("over ([0-9]+) iterations: "))) << r.output;
-  EXPECT_GE(std::stoi(m[1]), 2) << r.output;
+  ASSERT_TRUE(std::regex_search(r.output, m, std::regex("over ([0-9]+) iterations: ([0-9.]+) ms")))
+      << r.output;
+  const int iterations = std::stoi(m[1]);
+  const double ms_each = std::stod(m[2]);
+  EXPECT_GT(iterations, 2) << r.output;
+  EXPECT_GE(iterations * (ms_each + 0.5e-5), 300.0) << r.output;  // ms_each has 5 decimals
+  // And --iterations still sets the least: a long minimum with no --seconds.
+  const testing::CremaResult fixed =
+      RunCrema("time --model " + net_ + " --phase TEST --iterations 7");
+  ASSERT_EQ(fixed.rc, 0) << fixed.output;
+  EXPECT_NE(fixed.output.find("over 7 iterations: "), std::string::npos) << fixed.output;
 }
 
 TEST_F(TimeTest, BadFlagsAreConfigErrors) {

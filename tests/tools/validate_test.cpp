@@ -137,6 +137,23 @@ layer { name: "loss" type: "SoftmaxWithLoss" bottom: "ip" bottom: "label" top: "
       << r.output;
 }
 
+// Legal settings that are almost certainly a mistake: warnings with their location.
+TEST_F(ValidateTest, NegativeBaseLrAndNoIterationsWarn) {
+  const std::string net = Write("net.prototxt", kGoodNet);
+  const std::string solver = Write("solver.prototxt", "net: \"" + net +
+                                                          "\"\nlr_policy: \"fixed\"\n"
+                                                          "base_lr: -0.01\nmax_iter: 0\n");
+  const auto r = RunCrema("validate " + solver);
+  EXPECT_EQ(r.rc, 0) << r.output;
+  EXPECT_TRUE(Contains(r.output, "warning: " + solver +
+                                     ":3:1: base_lr is -0.01: a negative learning rate climbs "
+                                     "the loss"))
+      << r.output;
+  EXPECT_TRUE(Contains(
+      r.output, "warning: " + solver + ":4:1: max_iter is 0: no training iteration will run"))
+      << r.output;
+}
+
 TEST_F(ValidateTest, SyntaxErrorAndSeveralFiles) {
   const std::string good = Write("good.prototxt", kGoodNet);
   const std::string bad = Write("bad.prototxt", "name: \"x\"\nlayer { name: \"a\" \n");

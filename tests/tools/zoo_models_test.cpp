@@ -16,17 +16,15 @@
 #include <vector>
 
 #include "crema/net.hpp"
+#include "io/json.hpp"
 #include "net/net_json.hpp"
 #include "net/proto_io.hpp"
-#include "support/json.hpp"
 #include "support/reference.hpp"
 
 namespace crema {
 namespace {
 
 namespace fs = std::filesystem;
-using testing::Json;
-using testing::ParseJson;
 
 struct ZooNet {
   std::string name;

@@ -1,0 +1,72 @@
+// Snapshots: the file names, writing the weights and the solver state (atomically), restoring,
+// and pruning to the newest snapshot_keep.
+#include <glog/logging.h>
+
+#include <filesystem>
+
+#include "crema/solver.hpp"
+#include "net/proto_io.hpp"
+#include "solvers/distributed.hpp"
+
+namespace crema {
+namespace {
+
+namespace fs = std::filesystem;
+
+}  // namespace
+
+void Solver::PruneSnapshots(const std::string& model_file, const std::string& state_file) {
+  if (param_.snapshot_keep() <= 0) return;
+  kept_snapshots_.emplace_back(model_file, state_file);
+  while (static_cast<int>(kept_snapshots_.size()) > param_.snapshot_keep()) {
+    std::error_code ec;
+    fs::remove(kept_snapshots_.front().first, ec);
+    fs::remove(kept_snapshots_.front().second, ec);
+    LOG(INFO) << "snapshot_keep: removed " << kept_snapshots_.front().first;
+    kept_snapshots_.erase(kept_snapshots_.begin());
+  }
+}
+
+std::string Solver::SnapshotFilename(const std::string& extension) const {
+  if (snapshot_best_) return param_.snapshot_prefix() + "_best" + extension;
+  return param_.snapshot_prefix() + "_iter_" + std::to_string(iter_) + extension;
+}
+
+std::string Solver::Snapshot() {
+  const bool hdf5 = param_.snapshot_format() == SolverParameter::HDF5;
+  const std::string model_filename = SnapshotFilename(hdf5 ? ".caffemodel.h5" : ".caffemodel");
+  const std::string state_filename = SnapshotFilename(hdf5 ? ".solverstate.h5" : ".solverstate");
+  if (!dist::IsRoot()) return model_filename;  // only rank 0 writes snapshots
+  if (snapshot_best_) {
+    // The _best pair is overwritten in place: the old state goes first, so a crash between the
+    // two writes leaves a model without a state, never a state that names the newer model.
+    std::error_code ec;
+    fs::remove(state_filename, ec);
+  }
+  if (hdf5) {
+    LOG(INFO) << "Snapshotting to HDF5 file " << model_filename;
+    // Written beside and renamed, so a crash never leaves a truncated snapshot behind.
+    const std::string temp = model_filename + ".tmp";
+    net_->ToHDF5(temp, param_.snapshot_diff());
+    CommitFileAtomically(temp, model_filename);
+  } else {
+    LOG(INFO) << "Snapshotting to binary proto file " << model_filename;
+    NetParameter net_param;
+    net_->ToProto(&net_param, param_.snapshot_diff());
+    WriteBinaryProto(net_param, model_filename);
+  }
+  SnapshotSolverState(model_filename);
+  if (!snapshot_best_) PruneSnapshots(model_filename, state_filename);
+  return model_filename;
+}
+
+void Solver::Restore(const std::string& state_file) {
+  const bool hdf5 =
+      state_file.size() >= 3 && state_file.compare(state_file.size() - 3, 3, ".h5") == 0;
+  if (hdf5)
+    RestoreSolverStateFromHDF5(state_file);
+  else
+    RestoreSolverStateFromBinaryProto(state_file);
+}
+
+}  // namespace crema
