@@ -141,7 +141,7 @@ void FixOpenBlas(char** argv) {
 }
 
 bool IsFlag(const std::string& arg) {
-  return arg.size() > 1 && arg[0] == '-' && arg != "--" && !std::isdigit(arg[1]) && arg[1] != '.';
+  return arg.size() > 1 && arg[0] == '-' && arg != "--" && !std::isdigit(static_cast<unsigned char>(arg[1])) && arg[1] != '.';
 }
 
 // gflags keeps only the last value of a repeated flag; list flags (--input a=x --input b=y)

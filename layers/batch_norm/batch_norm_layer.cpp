@@ -8,25 +8,6 @@
 #include "math/channel_loops.hpp"
 
 namespace crema {
-namespace {
-
-std::string ShapeString(const std::vector<int>& shape) {
-  std::string s = "(";
-  for (size_t i = 0; i < shape.size(); ++i) s += (i ? " " : "") + std::to_string(shape[i]);
-  return s + ")";
-}
-
-// Whether a blob read from a file fits `expected`: the same shape, or Caffe's legacy 4-D form of
-// it (leading axes of size 1).
-bool FitsShape(const std::vector<int>& given, const std::vector<int>& expected) {
-  if (given == expected) return true;
-  if (given.size() != 4 || expected.size() > 4) return false;
-  std::vector<int> legacy(4 - expected.size(), 1);
-  legacy.insert(legacy.end(), expected.begin(), expected.end());
-  return given == legacy;
-}
-
-}  // namespace
 
 void BatchNormLayer::LayerSetUp(const BlobVec& bottom, const BlobVec& top) {
   const BatchNormParameter& param = layer_param_.batch_norm_param();
@@ -36,31 +17,10 @@ void BatchNormLayer::LayerSetUp(const BlobVec& bottom, const BlobVec& top) {
   CREMA_CHECK_SHAPE(bottom[0]->num_axes() >= 1, "needs a bottom with at least one axis, got ",
                     bottom[0]->shape_string());
   channels_ = bottom[0]->num_axes() == 1 ? 1 : bottom[0]->shape(1);
-  const std::vector<std::vector<int>> shapes = {{channels_}, {channels_}, {1}};
-  if (!blobs_.empty()) {
-    // Statistics came with the parameter (a .caffemodel).
-    CREMA_CHECK_PARAM(blobs_.size() == 3, "blobs",
-                      "must hold 3 blobs (mean, variance, moving-average factor), got ",
-                      blobs_.size());
-    for (size_t i = 0; i < 3; ++i) {
-      CREMA_CHECK_PARAM(FitsShape(blobs_[i]->shape(), shapes[i]), "blobs", "blob ", i,
-                        " shape mismatch: expected ", ShapeString(shapes[i]), ", got ",
-                        ShapeString(blobs_[i]->shape()));
-      if (blobs_[i]->dtype() == dtype()) {
-        blobs_[i]->Reshape(shapes[i]);
-        continue;
-      }
-      auto converted = std::make_shared<Blob>(shapes[i], dtype());
-      blobs_[i]->Reshape(shapes[i]);
-      converted->CopyFrom(*blobs_[i]);
-      blobs_[i] = converted;
-    }
-  } else {
-    for (const auto& shape : shapes) {
-      blobs_.push_back(std::make_shared<Blob>(shape, dtype()));
-      blobs_.back()->SetDataZero();
-    }
-  }
+  // Statistics that came with the parameter (a .caffemodel) are checked and converted; new ones
+  // are zeros.
+  SetUpLearnableBlobs(
+      {{"mean", {channels_}}, {"variance", {channels_}}, {"moving-average factor", {1}}});
   // The statistics are not learned: like Caffe, give them lr_mult 0 so solvers leave them alone.
   for (int i = 0; i < 3; ++i) {
     if (layer_param_.param_size() == i) {

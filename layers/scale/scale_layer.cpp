@@ -46,12 +46,7 @@ void ScaleLayer::LayerSetUp(const BlobVec& bottom, const BlobVec& top) {
                                                        : "none: the scale is "
                                                          "bottom[1]"),
                       "), got ", blobs_.size());
-    for (BlobPtr& blob : blobs_) {
-      if (blob->dtype() == dtype()) continue;
-      auto converted = std::make_shared<Blob>(blob->shape(), dtype());
-      converted->CopyFrom(*blob);
-      blob = converted;
-    }
+    ConvertLoadedBlobs();
   } else {
     FillerParameter one, zero;
     one.set_type("constant");
