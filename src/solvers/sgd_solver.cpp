@@ -21,11 +21,10 @@ namespace {
 
 namespace fs = std::filesystem;
 
-BlobPtr ZeroBlobLike(const Blob& param) {
-  auto blob = std::make_shared<Blob>(param.shape(), param.dtype());
-  blob->SetDataZero();
-  blob->SetDiffZero();
-  return blob;
+// A state blob shaped and typed like a param. Its data is allocated, zeroed, where the update
+// first touches it (a solver that never uses it never holds it), and its diff never is.
+BlobPtr StateBlobLike(const Blob& param) {
+  return std::make_shared<Blob>(param.shape(), param.dtype());
 }
 
 template <typename T>
@@ -47,13 +46,13 @@ SGDSolver::SGDSolver(const SolverParameter& param, const SolverOptions& options)
                       param_.regularization_type() + "\"; expected L2 or L1");
   AppendHistoryBlobs();
   for (Blob* blob : net_->learnable_params()) {
-    update_.push_back(ZeroBlobLike(*blob));
-    temp_.push_back(ZeroBlobLike(*blob));
+    update_.push_back(StateBlobLike(*blob));
+    temp_.push_back(StateBlobLike(*blob));
   }
 }
 
 void SGDSolver::AppendHistoryBlobs() {
-  for (Blob* blob : net_->learnable_params()) history_.push_back(ZeroBlobLike(*blob));
+  for (Blob* blob : net_->learnable_params()) history_.push_back(StateBlobLike(*blob));
 }
 
 double SGDSolver::UpdateLearningRate() {

@@ -64,7 +64,8 @@ class SGDSolver : public Solver {
 
   // One blob per learnable param, shaped and typed like it (derived solvers may add more).
   std::vector<BlobPtr> history_;
-  // Scratch blobs shaped like the params (L1 signs; derived solvers' intermediate values).
+  // Scratch blobs shaped like the params (L1 signs; derived solvers' intermediate values),
+  // allocated only by the solvers that use them.
   std::vector<BlobPtr> update_;
   std::vector<BlobPtr> temp_;
 };
