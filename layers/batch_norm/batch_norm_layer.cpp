@@ -163,6 +163,14 @@ void BatchNormLayer::BackwardCpu(const BlobVec& top, const std::vector<bool>& pr
   CREMA_DISPATCH_FLOAT(dtype(), T, BackwardT<T>(*top[0], bottom[0]));
 }
 
+#ifndef CREMA_WITH_CUDA
+// Without CUDA no Forward runs fused (ForwardCpu clears ran_fused_), so the net never calls this;
+// the GPU definition is in batch_norm_layer.cu.
+void BatchNormLayer::BackwardFused(const BlobVec&, bool, const BlobVec&) {
+  CREMA_ASSERT(false, name(), ": BackwardFused without a fused GPU Forward");
+}
+#endif
+
 CREMA_REGISTER_LAYER(BatchNorm, BatchNormLayer);
 
 }  // namespace crema
