@@ -8,7 +8,9 @@
 # same prototxts (bench/torch_train.py --device cpu).
 #
 # PyTorch is Debian's python3-torch (1.13, oneDNN convolutions, OpenBLAS for Linear) for the
-# system interpreter: this script runs /usr/bin/python3 explicitly ($PYTHON overrides it).
+# system interpreter: this script runs /usr/bin/python3 explicitly ($PYTHON overrides it); and,
+# when bench/setup_bench.sh made it, the newest PyTorch from PyPI in .bench/venv ($PYPI_PYTHON
+# overrides it; "none" skips it), in two more columns (the ratio against it is "ratio2").
 # crema is build/crema ($CREMA overrides it), a Release build.
 #
 #   bench/cpu_bench.sh [NET ...]        (default: all seven)
@@ -35,6 +37,8 @@ set -uo pipefail
 cd "$(dirname "$0")/.."
 crema="${CREMA:-build/crema}"
 python="${PYTHON:-/usr/bin/python3}"
+pypi_python="${PYPI_PYTHON:-.bench/venv/bin/python}"
+[ -x "$pypi_python" ] || pypi_python=none
 seconds="${BENCH_SECONDS:-4}"
 threads_list="${BENCH_THREADS:-1 2}"
 modes="${BENCH_MODES:-train test}"
@@ -70,12 +74,15 @@ done
 start=$(date +%s)
 echo "# $(date -u '+%Y-%m-%d %H:%M UTC'), $(sed -n 's/^model name\s*: //p' /proc/cpuinfo | head -1)," \
   "$(nproc) cores, load average $(cut -d' ' -f1-3 /proc/loadavg)"
+pypi_version=none
+[ "$pypi_python" != none ] &&
+  pypi_version=$("$pypi_python" -c 'import torch; print(torch.__version__)' 2>/dev/null)
 echo "# crema $(git rev-parse --short HEAD 2>/dev/null) ($crema), PyTorch" \
-  "$("$python" -c 'import torch; print(torch.__version__)' 2>/dev/null) ($python)," \
-  "OPENBLAS_CORETYPE=${OPENBLAS_CORETYPE:-unset}," \
+  "$("$python" -c 'import torch; print(torch.__version__)' 2>/dev/null) ($python), PyTorch" \
+  "$pypi_version ($pypi_python; torch2), OPENBLAS_CORETYPE=${OPENBLAS_CORETYPE:-unset}," \
   "OMP_WAIT_POLICY=${OMP_WAIT_POLICY:-default}, ${seconds}s per case"
-printf "%-24s %-5s %7s %12s %12s %7s %10s %10s\n" net mode threads "crema img/s" "torch img/s" \
-  ratio "crema MiB" "torch MiB"
+printf "%-24s %-5s %7s %12s %12s %7s %12s %7s %10s %10s %10s\n" net mode threads "crema img/s" \
+  "torch img/s" ratio "torch2 img/s" ratio2 "crema MiB" "torch MiB" "torch2 MiB"
 for net in "${nets[@]}"; do
   for mode in $modes; do
     for threads in $threads_list; do
@@ -94,13 +101,26 @@ for net in "${nets[@]}"; do
         --warmup "$warmup" --iterations 1 --seconds "$seconds" >"$case_log.torch" 2>&1
       t_ips=$(sed -n 's/.*images_per_s=\([0-9.]*\).*/\1/p' "$case_log.torch")
       t_mib=$(sed -n 's/.*peak_mib=\([0-9.]*\).*/\1/p' "$case_log.torch")
-      ratio=n/a
+      p_ips="" p_mib=""
+      if [ "$pypi_python" != none ]; then
+        OMP_NUM_THREADS="$threads" "$pypi_python" bench/torch_train.py "$dir/$net.prototxt" \
+          --device cpu --threads "$threads" --mode "$mode" --momentum 0.9 --weight_decay 0.0005 \
+          --warmup "$warmup" --iterations 1 --seconds "$seconds" >"$case_log.torch2" 2>&1
+        p_ips=$(sed -n 's/.*images_per_s=\([0-9.]*\).*/\1/p' "$case_log.torch2")
+        p_mib=$(sed -n 's/.*peak_mib=\([0-9.]*\).*/\1/p' "$case_log.torch2")
+      fi
+      ratio=n/a ratio2=n/a
       [ -n "$c_ips" ] && [ -n "$t_ips" ] &&
         ratio=$(awk -v c="$c_ips" -v t="$t_ips" 'BEGIN { printf "%.2f", c / t }')
-      printf "%-24s %-5s %7s %12s %12s %7s %10s %10s\n" "$net" "$mode" "$threads" \
-        "${c_ips:-error}" "${t_ips:-error}" "$ratio" "${c_mib:-?}" "${t_mib:-?}"
+      [ -n "$c_ips" ] && [ -n "$p_ips" ] &&
+        ratio2=$(awk -v c="$c_ips" -v t="$p_ips" 'BEGIN { printf "%.2f", c / t }')
+      printf "%-24s %-5s %7s %12s %12s %7s %12s %7s %10s %10s %10s\n" "$net" "$mode" "$threads" \
+        "${c_ips:-error}" "${t_ips:-error}" "$ratio" "${p_ips:--}" "$ratio2" "${c_mib:-?}" \
+        "${t_mib:-?}" "${p_mib:--}"
       [ -z "$c_ips" ] && tail -3 "$case_log.crema.err" | sed 's/^/    crema: /'
       [ -z "$t_ips" ] && tail -3 "$case_log.torch" | sed 's/^/    torch: /'
+      [ "$pypi_python" != none ] && [ -z "$p_ips" ] && tail -3 "$case_log.torch2" |
+        sed 's/^/    torch2: /'
     done
   done
 done
