@@ -64,16 +64,20 @@ DEFINE_bool(memory_plan, true,
             "test, time, classify, forward, extract-features, train: plan the activation memory "
             "(intermediate blobs whose lifetimes do not overlap share buffers; the outputs read "
             "are unchanged). --memory-plan=false gives every blob its own memory.");
-DEFINE_bool(fold_bn, false,
+DEFINE_bool(fold_bn, true,
             "test, time (TEST phase), classify, inspect: fold BatchNorm (with global statistics) "
             "and the Scale after it into the preceding Convolution, which then runs a folded "
-            "copy of its weights (the weights saved or copied are unchanged; the copy costs the "
-            "convolutions' weight memory again).");
-DEFINE_string(cpu_engine, "",
-              "CPU Convolution, Pooling, InnerProduct: auto (per layer and shape, oneDNN or "
-              "crema's kernels, whichever the first passes time faster), caffe (crema's kernels "
-              "only, reproducible as before) or dnnl (oneDNN wherever it takes the layer). "
-              "Empty: CREMA_CPU_ENGINE, else auto.");
+            "copy of its weights (equal within float rounding; the weights saved or copied are "
+            "unchanged; the copy costs the convolutions' weight memory again). "
+            "--fold-bn=false runs the layers one by one, as Caffe does.");
+DEFINE_string(
+    cpu_engine, "",
+    "CPU Convolution, Pooling, InnerProduct: auto (per layer and shape, oneDNN or "
+    "crema's kernels, whichever the first passes time faster; train and time decide "
+    "before the first iteration and keep the choice in the .solverstate and in "
+    "~/.cache/crema/cpu_engines.tsv, CREMA_CPU_ENGINE_CACHE=FILE|off), caffe (crema's kernels "
+    "only, reproducible as before) or dnnl (oneDNN wherever it takes the layer). "
+    "Empty: CREMA_CPU_ENGINE, else auto.");
 DEFINE_string(backend, "lmdb", "The database backend: lmdb (leveldb where supported).");
 
 namespace crema::cli {

@@ -16,6 +16,8 @@
 #include "flags.hpp"
 #include "io/prefetch_pool.hpp"
 #include "math/blas_setup.hpp"
+#include "math/dnnl_engine.hpp"
+#include "math/math.hpp"
 #include "net/proto_io.hpp"
 #include "verb.hpp"
 
@@ -59,6 +61,29 @@ double PeakRssMib() {
   rusage usage{};
   getrusage(RUSAGE_SELF, &usage);
   return usage.ru_maxrss / 1024.0;  // KiB on Linux
+}
+
+// "12.3" for a precision of 1.
+std::string Fixed(double value, int precision) {
+  char text[64];
+  std::snprintf(text, sizeof(text), "%.*f", precision, value);
+  return text;
+}
+
+// What the BLAS reaches with the current threads on a 2048^3 float product: the best of three
+// after a warm-up (an achievable peak, the yardstick of crema time's efficiency figure).
+double MeasuredCpuPeakGflops() {
+  constexpr int kSize = 2048;
+  std::vector<float> a(static_cast<size_t>(kSize) * kSize, 0.5f), b(a), c(a.size());
+  double best_ms = 0;
+  for (int rep = 0; rep < 4; ++rep) {
+    const Clock::time_point start = Clock::now();
+    cpu::Gemm<float>(cpu::Trans::kNo, cpu::Trans::kNo, kSize, kSize, kSize, 1.0f, a.data(),
+                     b.data(), 0.0f, c.data());
+    const double ms = MsSince(start);
+    if (rep == 1 || (rep > 1 && ms < best_ms)) best_ms = ms;
+  }
+  return 2.0 * kSize * kSize * kSize / best_ms / 1e6;
 }
 
 // The batch size: the largest first dimension among the first layer's tops (0 when unknown).
@@ -121,6 +146,8 @@ int RunTime(const std::vector<std::string>& args) {
   const bool train = phase == TRAIN;
   DeviceSync sync(device);
 
+  // The CPU engines decided first (--cpu_engine auto), so that every timed pass runs them.
+  net->PrepareCpuEngines();
   // A warm-up pass (allocations, algorithm choice), as Caffe does.
   LOG(INFO) << "Performing Forward";
   const double initial_loss = net->Forward();
@@ -197,15 +224,34 @@ int RunTime(const std::vector<std::string>& args) {
   const int w = static_cast<int>(width), tw = static_cast<int>(type_width);
   std::printf("Average time per layer over %d iterations (%s, %s, %d threads):\n", FLAGS_iterations,
               train ? "TRAIN" : "TEST", device.ToString().c_str(), CpuThreads());
-  std::printf("  %-*s  %-*s  %12s  %12s\n", w, "layer", tw, "type", "forward ms", "backward ms");
+  // The arithmetic of each layer in one pass (Layer::ForwardFlops; backward: the weight gradient
+  // and, where a bottom takes one, the input gradient).
+  std::vector<double> forward_flops(n, 0.0), backward_flops(n, 0.0);
+  double iteration_flops = 0;
+  for (int i = 0; i < n; ++i) {
+    forward_flops[i] = layers[i]->ForwardFlops();
+    if (train)
+      backward_flops[i] =
+          forward_flops[i] *
+          ((layers[i]->blobs().empty() ? 0 : 1) +
+           (!bottom_need_backward[i].empty() && bottom_need_backward[i][0] ? 1 : 0));
+    iteration_flops += forward_flops[i] + backward_flops[i];
+  }
+  std::printf("  %-*s  %-*s  %12s  %12s  %9s  %s\n", w, "layer", tw, "type", "forward ms",
+              "backward ms", "GFLOP/s", device.is_cpu() ? "engine" : "");
   for (int i = 0; i < n; ++i) {
     if (step_of[i] != i) {
       std::printf("  %-*s  %-*s  %12s  %12s\n", w, net->layer_names()[i].c_str(), tw,
                   layers[i]->type(), "(with", (net->layer_names()[step_of[i]] + ")").c_str());
       continue;
     }
-    std::printf("  %-*s  %-*s  %12.5f  %12.5f\n", w, net->layer_names()[i].c_str(), tw,
-                step_type[i].c_str(), forward_ms[i] / iters, backward_ms[i] / iters);
+    const double ms = (forward_ms[i] + backward_ms[i]) / iters;
+    const double flops = forward_flops[i] + backward_flops[i];
+    const std::string gflops = flops > 0 && ms > 0 ? Fixed(flops / ms / 1e6, 1) : "";
+    const CpuEngineChoice* choice = layers[i]->cpu_engine_choice();
+    std::printf("  %-*s  %-*s  %12.5f  %12.5f  %9s  %s\n", w, net->layer_names()[i].c_str(), tw,
+                step_type[i].c_str(), forward_ms[i] / iters, backward_ms[i] / iters, gflops.c_str(),
+                device.is_cpu() && choice != nullptr ? choice->last() : "");
   }
   // The same times summed per layer type (a BatchNorm group under its joined types), largest
   // first: where an iteration goes.
@@ -277,6 +323,19 @@ int RunTime(const std::vector<std::string>& args) {
         whole, whole_ms);
   if (batch > 0) std::printf(" = %.1f images/s (batch %d)", batch * 1000.0 / whole_ms, batch);
   std::printf(".\n");
+  if (iteration_flops > 0) {
+    // Efficiency against what this machine's BLAS reaches on a large square product with the
+    // same threads.
+    const double gflops = iteration_flops / whole_ms / 1e6;
+    std::printf("Arithmetic: %.4g GFLOP per %s (convolutions and inner products) = %.1f GFLOP/s",
+                iteration_flops / 1e9, train ? "iteration" : "pass", gflops);
+    if (device.is_cpu()) {
+      const double peak = MeasuredCpuPeakGflops();
+      std::printf(", %.0f%% of the measured FP32 peak (sgemm 2048^3, %d threads: %.1f GFLOP/s)",
+                  100 * gflops / peak, CpuThreads(), peak);
+    }
+    std::printf(".\n");
+  }
   // Time the data layers' Forward spent waiting for their prefetch threads in those iterations:
   // near 0 when loading keeps up with the net.
   const PrefetchWait wait_after = TotalPrefetchWait();

@@ -14,6 +14,7 @@
 
 namespace crema {
 
+class CpuEngineChoice;
 class Workspace;
 
 class Layer {
@@ -69,6 +70,16 @@ class Layer {
   virtual bool AllowsInPlace() const { return false; }
   // Whether ForwardGpu/BackwardGpu are real kernels (otherwise they run the CPU code).
   virtual bool HasGpuKernels() const { return false; }
+  // Layers that choose a CPU engine per input shape and direction (Convolution, Pooling and
+  // InnerProduct, math/dnnl_engine.hpp): that choice, keyed by "forward"/"backward" and
+  // bottom[0]'s shape; null for the others. The net decides it before training
+  // (Net::PrepareCpuEngines) and a .solverstate keeps it.
+  virtual CpuEngineChoice* cpu_engine_choice() { return nullptr; }
+  // Floating-point operations of one Forward with the current shapes (a multiply-add counts 2),
+  // for the layers that do the arithmetic of a net (Convolution, Deconvolution, InnerProduct:
+  // crema time's GFLOP/s); 0 for the others. Their Backward does twice as many (the input and
+  // the weight gradients).
+  virtual double ForwardFlops() const { return 0; }
 
   // Data layers that know their source's size: the records in one pass over it (-1: unknown or
   // not a data layer) and the records per Forward.

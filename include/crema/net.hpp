@@ -144,6 +144,13 @@ class Net {
   // Per layer: for the Scale and ReLU of a BatchNorm group, the BatchNorm's index, else -1.
   const std::vector<int>& fused_into_batch_norm() const { return fused_into_batch_norm_; }
 
+  // Decides, before the first real pass, the CPU engine of every layer that races them
+  // (--cpu_engine auto, Layer::cpu_engine_choice): the layer's forward (and backward where the
+  // net runs it) on scratch inputs and outputs of its shapes until its races end; its parameter
+  // gradients are put back, so blobs, parameters and statistics are as they were. A no-op on the
+  // GPU and under the other policies. The solver calls it before its first iteration.
+  void PrepareCpuEngines();
+
   void ClearParamDiffs();
   // data -= diff for every learnable parameter that owns its memory.
   void Update();

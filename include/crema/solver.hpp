@@ -111,6 +111,10 @@ class Solver {
   // data layers where they are, with a notice.
   void SaveDataStates(SolverState* state) const;
   void RestoreDataStates(const SolverState& state, const std::string& state_file);
+  // The CPU engines every net's layers chose (SolverState.cpu_engine), and back: decided before
+  // the first iteration (Net::PrepareCpuEngines), kept so that a resumed run runs the same ones.
+  void SaveCpuEngines(SolverState* state) const;
+  void RestoreCpuEngines(const SolverState& state);
 
   SolverParameter param_;
   SolverOptions options_;
@@ -170,6 +174,8 @@ class Solver {
   std::set<std::string> auto_sharded_;
   // Averages the gradients over the ranks (multi-process runs only).
   std::unique_ptr<dist::GradientReducer> reducer_;
+  // Whether the nets' CPU engines were decided (at the first Step).
+  bool cpu_engines_prepared_ = false;
 };
 
 class SolverRegistry {

@@ -29,6 +29,11 @@ class BaseConvolutionLayer : public Layer {
 
   // The spatial output size per axis (set by Reshape).
   const std::vector<int>& output_shape() const { return output_shape_; }
+  // Every output value of every image is a dot product of kernel_dim_ terms.
+  double ForwardFlops() const override {
+    return 2.0 * static_cast<double>(num_) * conv_out_channels_ * kernel_dim_ *
+           static_cast<double>(conv_out_spatial_dim_);
+  }
 
  protected:
   // True when the layer maps top to bottom (Deconvolution): im2col runs on the top.

@@ -25,6 +25,7 @@ class ConvolutionLayer : public BaseConvolutionLayer {
   bool SupportsFusedReLU() const override { return true; }
   // The CPU engine of the last CPU pass: "crema", "oneDNN", or "" before the first.
   const char* cpu_engine() const { return cpu_engine_choice_.last(); }
+  CpuEngineChoice* cpu_engine_choice() override { return &cpu_engine_choice_; }
 
  protected:
   bool reverse_dimensions() const override { return false; }

@@ -27,6 +27,8 @@ class InnerProductLayer final : public Layer {
   int ExactNumTopBlobs() const override { return 1; }
   // The CPU engine of the last CPU pass: "crema", "oneDNN", or "" before the first.
   const char* cpu_engine() const { return cpu_engine_choice_.last(); }
+  CpuEngineChoice* cpu_engine_choice() override { return &cpu_engine_choice_; }
+  double ForwardFlops() const override { return 2.0 * M_ * N_ * K_; }
 
  protected:
   void ForwardCpu(const BlobVec& bottom, const BlobVec& top) override;

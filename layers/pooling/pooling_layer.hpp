@@ -41,6 +41,7 @@ class PoolingLayer final : public Layer {
   int pooled_width() const { return pooled_width_; }
   // The CPU engine of the last CPU pass: "crema", "oneDNN", or "" before the first.
   const char* cpu_engine() const { return cpu_engine_choice_.last(); }
+  CpuEngineChoice* cpu_engine_choice() override { return &cpu_engine_choice_; }
 
  protected:
   void ForwardCpu(const BlobVec& bottom, const BlobVec& top) override;

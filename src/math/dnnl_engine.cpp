@@ -114,6 +114,29 @@ void CpuEngineChoice::Run(CpuEngine policy, const std::string& layer, const char
   LOG(INFO) << line.str();
 }
 
+bool CpuEngineChoice::Racing(const std::string& direction, const std::vector<int>& shape) const {
+  const auto it = races_.find({direction, shape});
+  return it != races_.end() && !it->second.decided;
+}
+
+bool CpuEngineChoice::Decided(const std::string& direction, const std::vector<int>& shape) const {
+  const auto it = races_.find({direction, shape});
+  return it != races_.end() && it->second.decided;
+}
+
+std::vector<CpuEngineChoice::Decision> CpuEngineChoice::Decisions() const {
+  std::vector<Decision> decisions;
+  for (const auto& [key, race] : races_)
+    if (race.decided) decisions.push_back({key.first, key.second, race.use_dnnl});
+  return decisions;
+}
+
+void CpuEngineChoice::Restore(const Decision& decision) {
+  Race& race = races_[{decision.direction, decision.shape}];
+  race.decided = true;
+  race.use_dnnl = decision.use_dnnl;
+}
+
 #ifdef CREMA_WITH_DNNL
 
 dnnl::engine& DnnlEngine() {

@@ -55,6 +55,19 @@ class CpuEngineChoice {
            const std::function<void()>& dnnl);
   // The engine of the last pass run: "crema", "oneDNN", or "" before the first.
   const char* last() const { return last_; }
+  // Whether the race of this direction and input shape has started and is not decided yet, and
+  // whether it is decided.
+  bool Racing(const std::string& direction, const std::vector<int>& shape) const;
+  bool Decided(const std::string& direction, const std::vector<int>& shape) const;
+  // The decided races, to keep them across processes (a .solverstate: resuming then runs the
+  // engines the interrupted run chose), and taking one back (a race not run yet).
+  struct Decision {
+    std::string direction;
+    std::vector<int> shape;
+    bool use_dnnl = false;
+  };
+  std::vector<Decision> Decisions() const;
+  void Restore(const Decision& decision);
 
  private:
   struct Race {
@@ -64,7 +77,7 @@ class CpuEngineChoice {
   };
   static constexpr int kRacePasses = 6;  // crema, oneDNN, crema, oneDNN, crema, oneDNN
   static constexpr double kClearMargin = 1.5;
-  std::map<std::pair<std::string, std::vector<int>>, Race> races_;
+  std::map<std::pair<std::string, std::vector<int>>, Race> races_;  // (direction, shape)
   const char* last_ = "";
 };
 

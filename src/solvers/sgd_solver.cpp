@@ -21,6 +21,23 @@ namespace {
 
 namespace fs = std::filesystem;
 
+// crema's own parts of an HDF5 solver state: a message in text form as a string dataset.
+void WriteHdf5Text(hid_t loc, const std::string& name, const google::protobuf::Message& message) {
+  std::string text;
+  google::protobuf::TextFormat::PrintToString(message, &text);
+  WriteHdf5String(loc, name, text);
+}
+
+// Reads what WriteHdf5Text wrote, when the dataset is there (`message` stays cleared if not).
+void ReadHdf5Text(hid_t loc, const std::string& name, const std::string& state_file,
+                  google::protobuf::Message* message) {
+  message->Clear();
+  if (Hdf5HasDataset(loc, name) &&
+      !google::protobuf::TextFormat::ParseFromString(ReadHdf5String(loc, name), message))
+    CREMA_THROW_CONFIG(state_file, ": ", name, " is not a valid ", message->GetTypeName(),
+                       " text");
+}
+
 // A state blob shaped and typed like a param. Its data is allocated, zeroed, where the update
 // first touches it (a solver that never uses it never holds it), and its diff never is.
 BlobPtr StateBlobLike(const Blob& param) {
@@ -182,19 +199,15 @@ void SGDSolver::SnapshotSolverState(const std::string& model_filename) {
       WriteHdf5Int(file.id(), "iter", iter_);
       WriteHdf5String(file.id(), "learned_net", model_filename);
       WriteHdf5Int(file.id(), "current_step", current_step_);
-      if (HasCallbacks()) {
-        std::string text;
-        google::protobuf::TextFormat::PrintToString(callback_state_, &text);
-        WriteHdf5String(file.id(), "callback_state", text);
-      }
-      // The data layers' positions: a SolverState holding only data_state, in text form.
+      if (HasCallbacks()) WriteHdf5Text(file.id(), "callback_state", callback_state_);
+      // The data layers' positions and the CPU engines: SolverStates holding only data_state
+      // and only cpu_engine.
       SolverState data;
       SaveDataStates(&data);
-      if (data.data_state_size() > 0) {
-        std::string text;
-        google::protobuf::TextFormat::PrintToString(data, &text);
-        WriteHdf5String(file.id(), "data_state", text);
-      }
+      if (data.data_state_size() > 0) WriteHdf5Text(file.id(), "data_state", data);
+      SolverState engines;
+      SaveCpuEngines(&engines);
+      if (engines.cpu_engine_size() > 0) WriteHdf5Text(file.id(), "cpu_engine", engines);
       Hdf5Handle history(file.CreateGroup("history"));
       for (size_t i = 0; i < history_.size(); ++i)
         WriteBlobToHDF5(history.get(), std::to_string(i), *history_[i], false);
@@ -210,6 +223,7 @@ void SGDSolver::SnapshotSolverState(const std::string& model_filename) {
   state.set_current_step(current_step_);
   if (HasCallbacks()) *state.mutable_callback_state() = callback_state_;
   SaveDataStates(&state);
+  SaveCpuEngines(&state);
   for (const BlobPtr& blob : history_) blob->ToProto(state.add_history());
   const std::string filename = SnapshotFilename(".solverstate");
   LOG(INFO) << "Snapshotting solver state to binary proto file " << filename;
@@ -255,6 +269,7 @@ void SGDSolver::RestoreSolverStateFromBinaryProto(const std::string& state_file)
     }
   }
   RestoreDataStates(state, state_file);
+  RestoreCpuEngines(state);
 }
 
 void SGDSolver::RestoreSolverStateFromHDF5(const std::string& state_file) {
@@ -263,11 +278,7 @@ void SGDSolver::RestoreSolverStateFromHDF5(const std::string& state_file) {
   if (Hdf5HasDataset(file.id(), "learned_net"))
     RestoreLearnedNet(ReadHdf5String(file.id(), "learned_net"), state_file);
   current_step_ = ReadHdf5Int(file.id(), "current_step");
-  callback_state_.Clear();
-  if (Hdf5HasDataset(file.id(), "callback_state") &&
-      !google::protobuf::TextFormat::ParseFromString(ReadHdf5String(file.id(), "callback_state"),
-                                                     &callback_state_))
-    CREMA_THROW_CONFIG(state_file, ": callback_state is not a valid CallbackState");
+  ReadHdf5Text(file.id(), "callback_state", state_file, &callback_state_);
   Hdf5Handle history(file.OpenGroup("history"));
   const size_t num_saved = Hdf5ChildNames(history.get()).size();
   if (num_saved != history_.size())
@@ -276,11 +287,11 @@ void SGDSolver::RestoreSolverStateFromHDF5(const std::string& state_file) {
   for (size_t i = 0; i < history_.size(); ++i)
     ReadBlobFromHDF5(history.get(), std::to_string(i), history_[i].get(), /*reshape=*/false);
   SolverState data;
-  if (Hdf5HasDataset(file.id(), "data_state") &&
-      !google::protobuf::TextFormat::ParseFromString(ReadHdf5String(file.id(), "data_state"),
-                                                     &data))
-    CREMA_THROW_CONFIG(state_file, ": data_state is not a valid SolverState text");
+  ReadHdf5Text(file.id(), "data_state", state_file, &data);
   RestoreDataStates(data, state_file);
+  SolverState engines;
+  ReadHdf5Text(file.id(), "cpu_engine", state_file, &engines);
+  RestoreCpuEngines(engines);
 }
 
 CREMA_REGISTER_SOLVER(SGD, SGDSolver);

@@ -378,6 +378,13 @@ void Solver::Step(int iters) {
   auto rate_timer = Clock::now();
   int rate_iter = iter_;
   double iters_per_second = 0;
+  if (!cpu_engines_prepared_) {
+    // Decided (or restored from a .solverstate) before the first iteration, never by racing
+    // the engines on real iterations, so a resumed run computes what the interrupted one did.
+    net_->PrepareCpuEngines();
+    for (const auto& test_net : test_nets_) test_net->PrepareCpuEngines();
+    cpu_engines_prepared_ = true;
+  }
 
   while (iter_ < stop_iter) {
     net_->ClearParamDiffs();

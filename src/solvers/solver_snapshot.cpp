@@ -5,6 +5,7 @@
 #include <filesystem>
 
 #include "crema/solver.hpp"
+#include "math/dnnl_engine.hpp"
 #include "net/proto_io.hpp"
 #include "solvers/distributed.hpp"
 
@@ -67,6 +68,37 @@ void Solver::Restore(const std::string& state_file) {
     RestoreSolverStateFromHDF5(state_file);
   else
     RestoreSolverStateFromBinaryProto(state_file);
+}
+
+void Solver::SaveCpuEngines(SolverState* state) const {
+  for (size_t k = 0; k <= test_nets_.size(); ++k) {
+    const Net& net = k == 0 ? *net_ : *test_nets_[k - 1];
+    for (const auto& layer : net.layers()) {
+      const CpuEngineChoice* choice = layer->cpu_engine_choice();
+      if (choice == nullptr) continue;
+      for (const CpuEngineChoice::Decision& decision : choice->Decisions()) {
+        CpuEngineState* saved = state->add_cpu_engine();
+        saved->set_net(static_cast<int>(k));
+        saved->set_layer(layer->name());
+        saved->set_direction(decision.direction);
+        for (int d : decision.shape) saved->add_shape(d);
+        saved->set_dnnl(decision.use_dnnl);
+      }
+    }
+  }
+}
+
+void Solver::RestoreCpuEngines(const SolverState& state) {
+  for (const CpuEngineState& saved : state.cpu_engine()) {
+    if (saved.net() < 0 || saved.net() > static_cast<int>(test_nets_.size())) continue;
+    const Net& net = saved.net() == 0 ? *net_ : *test_nets_[saved.net() - 1];
+    Layer* layer = net.layer_by_name(saved.layer());
+    CpuEngineChoice* choice = layer != nullptr ? layer->cpu_engine_choice() : nullptr;
+    // A layer that is gone or no longer races (another net) decides afresh.
+    if (choice == nullptr) continue;
+    choice->Restore(
+        {saved.direction(), {saved.shape().begin(), saved.shape().end()}, saved.dnnl()});
+  }
 }
 
 }  // namespace crema

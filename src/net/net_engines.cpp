@@ -1,0 +1,186 @@
+// Net::PrepareCpuEngines: the CPU engine races run before training on scratch blobs, so that the
+// engines in use from the first iteration on are decided once (and kept by a .solverstate). The
+// decisions are also kept per machine in a small file (the choice cache): every later process
+// that trains or times the same layer on the same shapes, threads and CPU runs the same engines,
+// so two runs of one solver (one of them resumed, or not) compute the same bits.
+#include <glog/logging.h>
+#include <unistd.h>
+
+#include <cstdint>
+#include <cstdio>
+#include <cstdlib>
+#include <filesystem>
+#include <fstream>
+#include <map>
+#include <sstream>
+#include <string>
+
+#include "crema/net.hpp"
+#include "math/blas_setup.hpp"
+#include "math/dnnl_engine.hpp"
+
+namespace crema {
+namespace {
+
+namespace fs = std::filesystem;
+
+// The choice cache: CREMA_CPU_ENGINE_CACHE names the file ("off" or empty: none); by default
+// $XDG_CACHE_HOME/crema/cpu_engines.tsv, else ~/.cache/crema/cpu_engines.tsv.
+fs::path ChoiceCacheFile() {
+  if (const char* env = std::getenv("CREMA_CPU_ENGINE_CACHE"); env != nullptr)
+    return std::string(env) == "off" ? fs::path() : fs::path(env);
+  if (const char* xdg = std::getenv("XDG_CACHE_HOME"); xdg != nullptr && *xdg != '\0')
+    return fs::path(xdg) / "crema" / "cpu_engines.tsv";
+  if (const char* home = std::getenv("HOME"); home != nullptr && *home != '\0')
+    return fs::path(home) / ".cache" / "crema" / "cpu_engines.tsv";
+  return {};
+}
+
+// key -> oneDNN (true) or crema's kernels; one "key<TAB>oneDNN|crema" per line, others ignored.
+using ChoiceCache = std::map<std::string, bool>;
+
+ChoiceCache ReadChoiceCache(const fs::path& file) {
+  ChoiceCache cache;
+  std::ifstream in(file);
+  std::string line;
+  while (std::getline(in, line)) {
+    const size_t tab = line.rfind('\t');
+    if (tab == std::string::npos || tab == 0) continue;
+    const std::string engine = line.substr(tab + 1);
+    if (engine == "oneDNN" || engine == "crema") cache[line.substr(0, tab)] = engine == "oneDNN";
+  }
+  return cache;
+}
+
+// Adds `decided` to the file (merged with what other processes wrote meanwhile), replacing it
+// atomically. A cache that cannot be written costs only the races of later runs: a warning.
+void WriteChoiceCache(const fs::path& file, const ChoiceCache& decided) {
+  ChoiceCache cache = ReadChoiceCache(file);
+  for (const auto& [key, dnnl] : decided) cache[key] = dnnl;
+  std::error_code error;
+  fs::create_directories(file.parent_path(), error);
+  const fs::path temp = file.string() + ".tmp" + std::to_string(::getpid());
+  {
+    std::ofstream out(temp);
+    for (const auto& [key, dnnl] : cache) out << key << '\t' << (dnnl ? "oneDNN" : "crema") << '\n';
+    if (!out.good()) error = std::make_error_code(std::errc::io_error);
+  }
+  if (!error) fs::rename(temp, file, error);
+  if (error) {
+    fs::remove(temp, error);
+    LOG(WARNING) << "could not write the CPU engine choice cache " << file.string()
+                 << " (CREMA_CPU_ENGINE_CACHE=off turns it off)";
+  }
+}
+
+// FNV-1a, 64 bits: a hash of the layer's configuration that stays the same from run to run.
+uint64_t Fnv1a(const std::string& bytes) {
+  uint64_t hash = 14695981039346656037ull;
+  for (const char c : bytes) {
+    hash ^= static_cast<unsigned char>(c);
+    hash *= 1099511628211ull;
+  }
+  return hash;
+}
+
+// The CPU's model name (/proc/cpuinfo), with its spaces replaced: the timings hold for it only.
+const std::string& CpuModel() {
+  static const std::string model = [] {
+    std::ifstream in("/proc/cpuinfo");
+    std::string line;
+    while (std::getline(in, line))
+      if (line.rfind("model name", 0) == 0) {
+        std::string name = line.substr(line.find(':') + 1);
+        name.erase(0, name.find_first_not_of(' '));
+        for (char& c : name)
+          if (c == ' ' || c == '\t') c = '_';
+        return name;
+      }
+    return std::string("unknown_cpu");
+  }();
+  return model;
+}
+
+// What makes two layers' races equal: the type and configuration (not the name, the blobs'
+// names or the learning multipliers), the CPU and the threads.
+std::string LayerKey(const Layer& layer) {
+  LayerParameter param = layer.layer_param();
+  param.clear_name();
+  param.clear_bottom();
+  param.clear_top();
+  param.clear_param();
+  param.clear_blobs();
+  param.clear_loss_weight();
+  param.clear_propagate_down();
+  param.clear_include();
+  param.clear_exclude();
+  param.clear_phase();
+  char hash[17];
+  std::snprintf(hash, sizeof(hash), "%016llx",
+                static_cast<unsigned long long>(Fnv1a(param.SerializeAsString())));
+  return StrCat(layer.type(), " ", hash, " ", CpuModel(), " t", CpuThreads());
+}
+
+}  // namespace
+
+void Net::PrepareCpuEngines() {
+  if (!device_.is_cpu() || GetCpuEngine() != CpuEngine::kAuto || !DnnlBuilt()) return;
+  const fs::path cache_file = ChoiceCacheFile();
+  const ChoiceCache cache = cache_file.empty() ? ChoiceCache() : ReadChoiceCache(cache_file);
+  ChoiceCache decided;
+  int from_cache = 0;
+  for (int i = 0; i < num_layers(); ++i) {
+    if (folded_into_[i] >= 0 || bottom_vecs_[i].empty()) continue;
+    Layer* layer = folded_convs_[i] ? folded_convs_[i].get() : layers_[i].get();
+    CpuEngineChoice* choice = layer->cpu_engine_choice();
+    if (choice == nullptr) continue;
+    const std::vector<int> shape = bottom_vecs_[i][0]->shape();
+    const bool backward = !layer->forward_only() && layer_need_backward_[i];
+    const std::string key = LayerKey(*layer);
+    auto cache_key = [&](const std::string& direction) {
+      return StrCat(key, " ", direction, " ", ShapeText(shape));
+    };
+    for (const char* direction : {"forward", "backward"}) {
+      const auto it = cache.find(cache_key(direction));
+      if (it != cache.end() && !choice->Decided(direction, shape)) {
+        choice->Restore({direction, shape, it->second});
+        ++from_cache;
+      }
+    }
+    if (choice->Decided("forward", shape) && (!backward || choice->Decided("backward", shape)))
+      continue;
+    // Scratch inputs and outputs (zeros: the time does not depend on the values).
+    std::vector<std::unique_ptr<Blob>> scratch;
+    BlobVec bottom, top;
+    for (const Blob* b : bottom_vecs_[i]) {
+      scratch.push_back(std::make_unique<Blob>(b->shape(), b->dtype()));
+      bottom.push_back(scratch.back().get());
+    }
+    for (const Blob* t : top_vecs_[i]) {
+      scratch.push_back(std::make_unique<Blob>(t->dtype()));
+      top.push_back(scratch.back().get());
+    }
+    // Backward accumulates into the parameter gradients: keep them aside.
+    std::vector<std::unique_ptr<Blob>> diffs;
+    if (backward)
+      for (const BlobPtr& param : layer->blobs()) {
+        diffs.push_back(std::make_unique<Blob>(param->shape(), param->dtype()));
+        diffs.back()->CopyFrom(*param, true);
+      }
+    for (int pass = 0; pass < 8; ++pass) {
+      layer->Forward(bottom, top);
+      if (backward) layer->Backward(top, bottom_need_backward_[i], bottom);
+      if (!choice->Racing("forward", shape) && !(backward && choice->Racing("backward", shape)))
+        break;
+    }
+    for (size_t j = 0; j < diffs.size(); ++j) layer->blobs()[j]->CopyFrom(*diffs[j], true);
+    for (const CpuEngineChoice::Decision& d : choice->Decisions())
+      if (d.shape == shape) decided[cache_key(d.direction)] = d.use_dnnl;
+  }
+  if (from_cache > 0)
+    LOG(INFO) << "net \"" << name_ << "\": " << from_cache << " CPU engine choices from "
+              << cache_file.string();
+  if (!cache_file.empty() && !decided.empty()) WriteChoiceCache(cache_file, decided);
+}
+
+}  // namespace crema

@@ -1,0 +1,170 @@
+// Under --cpu_engine auto the engines are decided before the first iteration (on scratch blobs,
+// leaving the net as it was) and kept in the .solverstate: a run resumed from a snapshot ends
+// with the very weights of the uninterrupted run, and the state names each choice.
+#include <google/protobuf/text_format.h>
+#include <gtest/gtest.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <cstring>
+#include <filesystem>
+#include <fstream>
+#include <string>
+#include <vector>
+
+#include "crema/net.hpp"
+#include "crema/solver.hpp"
+#include "math/dnnl_engine.hpp"
+#include "net/proto_io.hpp"
+
+namespace crema {
+namespace {
+
+namespace fs = std::filesystem;
+
+// The zoo's LeNet (models/lenet/lenet.prototxt) trained on a constant batch of 16: DummyData
+// (which keeps no position a snapshot would need) instead of its Input, a loss instead of Softmax.
+NetParameter LeNet() {
+  NetParameter net;
+  ReadNetParamsFromTextFile(std::string(CREMA_SOURCE_DIR) + "/models/lenet/lenet.prototxt", &net);
+  LayerParameter* data = net.mutable_layer(0);
+  data->Clear();
+  EXPECT_TRUE(google::protobuf::TextFormat::ParseFromString(
+      R"(name: "data" type: "DummyData" top: "data" top: "label"
+         dummy_data_param { shape { dim: 16 dim: 1 dim: 28 dim: 28 } shape { dim: 16 }
+                            data_filler { type: "constant" value: 0.25 }
+                            data_filler { type: "constant" value: 3 } })",
+      data));
+  LayerParameter* head = net.mutable_layer(net.layer_size() - 1);
+  head->set_type("SoftmaxWithLoss");
+  head->set_name("loss");
+  head->add_bottom("label");
+  head->set_top(0, "loss");
+  return net;
+}
+
+class CpuEngineResume : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    before_ = GetCpuEngine();
+    SetCpuEngine(CpuEngine::kAuto);
+    dir_ = fs::temp_directory_path() / ("crema_engine_resume_" + std::to_string(::getpid()));
+    fs::create_directories(dir_);
+  }
+  void TearDown() override {
+    SetCpuEngine(before_);
+    setenv("CREMA_CPU_ENGINE_CACHE", "off", 1);
+    fs::remove_all(dir_);
+  }
+  std::unique_ptr<Solver> MakeSolver() const {
+    SolverParameter param;
+    *param.mutable_net_param() = LeNet();
+    param.set_base_lr(0.01f);
+    param.set_momentum(0.9f);
+    param.set_weight_decay(0.0005f);
+    param.set_lr_policy("fixed");
+    param.set_max_iter(100);
+    param.set_display(0);
+    param.set_random_seed(11);
+    param.set_snapshot_after_train(false);
+    param.set_snapshot_prefix((dir_ / "lenet").string());
+    param.set_metrics_log(false);
+    param.set_tensorboard(false);
+    return Solver::Create(param, SolverOptions{});
+  }
+  static std::string StateOf(const std::string& model) {
+    return model.substr(0, model.size() - std::string(".caffemodel").size()) + ".solverstate";
+  }
+  static std::vector<std::vector<float>> Weights(const Solver& solver) {
+    std::vector<std::vector<float>> weights;
+    for (const Blob* p : solver.net()->learnable_params())
+      weights.emplace_back(p->cpu_data<float>(), p->cpu_data<float>() + p->count());
+    return weights;
+  }
+
+  CpuEngine before_ = CpuEngine::kCaffe;
+  fs::path dir_;
+};
+
+// Without the choice cache: the resumed solver takes its engines from the .solverstate, so it
+// continues exactly as the interrupted solver would have (racing again on real passes would mix
+// the two engines' roundings into the weights).
+TEST_F(CpuEngineResume, ResumedRunContinuesBitForBit) {
+  setenv("CREMA_CPU_ENGINE_CACHE", "off", 1);
+  auto first = MakeSolver();
+  first->Step(3);
+  const std::string state = StateOf(first->Snapshot());
+  first->Step(5);
+  auto resumed = MakeSolver();
+  resumed->Restore(state);
+  resumed->Step(5);
+  EXPECT_EQ(Weights(*resumed), Weights(*first));
+
+  // The state names the choice of each racing layer and direction (with oneDNN in the build).
+  SolverState saved;
+  ReadBinaryProto(state, &saved);
+  if (!DnnlBuilt()) {
+    EXPECT_EQ(saved.cpu_engine_size(), 0);
+    GTEST_SKIP() << "built without oneDNN: no engine to choose";
+  }
+  std::vector<std::string> choices;
+  for (const CpuEngineState& e : saved.cpu_engine())
+    choices.push_back(e.layer() + " " + e.direction());
+  for (const std::string& want :
+       {"conv1 forward", "conv1 backward", "ip1 forward", "ip2 backward", "pool1 forward"})
+    EXPECT_NE(std::find(choices.begin(), choices.end(), want), choices.end()) << want;
+}
+
+// With the choice cache, solvers built afresh (as separate processes would) run the engines the
+// first one decided: an uninterrupted run and a run resumed from a snapshot end with the same
+// weights, bit for bit.
+TEST_F(CpuEngineResume, ResumedRunEqualsTheUninterruptedOneBitForBit) {
+  if (!DnnlBuilt()) GTEST_SKIP() << "built without oneDNN: no engine to choose";
+  const fs::path cache = dir_ / "cpu_engines.tsv";
+  setenv("CREMA_CPU_ENGINE_CACHE", cache.string().c_str(), 1);
+  auto straight = MakeSolver();
+  straight->Step(8);
+  ASSERT_TRUE(fs::exists(cache));
+  auto first = MakeSolver();
+  first->Step(3);
+  const std::string state = StateOf(first->Snapshot());
+  auto resumed = MakeSolver();
+  resumed->Restore(state);
+  resumed->Step(5);
+  EXPECT_EQ(Weights(*resumed), Weights(*straight));
+  // One line per layer configuration and direction: conv1 and conv2 differ, so do ip1 and ip2.
+  std::ifstream in(cache);
+  int lines = 0;
+  for (std::string line; std::getline(in, line);) ++lines;
+  EXPECT_GE(lines, 9) << "conv1, conv2, ip1, ip2 both ways, pool1 and pool2 forward";
+}
+
+// Deciding leaves the net as it was: a net whose engines were prepared computes what a net that
+// never raced computes, under the engines chosen.
+TEST_F(CpuEngineResume, PreparingLeavesTheNetAsItWas) {
+  const NetParameter param = LeNet();
+  NetOptions options;
+  options.verbose = false;
+  Net net(param, options);
+  std::vector<std::vector<float>> diffs_before;
+  for (Blob* p : net.learnable_params()) {
+    p->mutable_cpu_diff<float>()[0] = 7.0f;
+    diffs_before.emplace_back(p->cpu_diff<float>(), p->cpu_diff<float>() + p->count());
+  }
+  net.PrepareCpuEngines();
+  for (size_t j = 0; j < net.learnable_params().size(); ++j) {
+    const Blob* p = net.learnable_params()[j];
+    EXPECT_EQ(std::vector<float>(p->cpu_diff<float>(), p->cpu_diff<float>() + p->count()),
+              diffs_before[j])
+        << "gradient of parameter " << j;
+  }
+  if (DnnlBuilt()) {
+    const CpuEngineChoice* choice = net.layer_by_name("conv1")->cpu_engine_choice();
+    ASSERT_NE(choice, nullptr);
+    EXPECT_TRUE(choice->Decided("forward", net.blob_by_name("data")->shape()));
+    EXPECT_TRUE(choice->Decided("backward", net.blob_by_name("data")->shape()));
+  }
+}
+
+}  // namespace
+}  // namespace crema
