@@ -35,6 +35,7 @@ endforeach()
 crema_module(crema_core src/core/*.cpp src/core/*.cu)
 target_compile_definitions(crema_core PRIVATE
   CREMA_EXCLUDED_LAYER_TYPES="${CREMA_INFERENCE_EXCLUDED_LAYER_TYPES}")
+include(cmake/version.cmake)
 crema_module(crema_math src/math/*.cpp src/math/*.cu)
 crema_module(crema_io src/io/npy.cpp src/io/input_checks.cpp src/io/prefetch_pool.cpp
              src/io/json.cpp)
