@@ -6,10 +6,10 @@
 #   share/crema/proto/crema.proto
 #   lib/cmake/<package>/: <package>Config.cmake, ...ConfigVersion.cmake, <package>_targets.cmake
 #   lib/pkgconfig/<package>.pc (relocatable: paths from its own folder)
-# Components: runtime (library and CLI), dev (headers, schema, CMake and pkg-config files); the
-# Python package is "python" (python/CMakeLists.txt).
+# Components, for cpack's packages (cmake/package.cmake): runtime (library and CLI), dev (headers,
+# schema, CMake and pkg-config files); the Python package is "python" (python/CMakeLists.txt).
 # Libraries outside the system folders (CUDA, cuDNN, NCCL under /usr/local/cuda) stay on the
-# installed RPATH.
+# installed RPATH. cpack (cmake/package.cmake) packs the same files.
 include(GNUInstallDirs)
 include(CMakePackageConfigHelpers)
 set(CMAKE_INSTALL_RPATH_USE_LINK_PATH ON)
