@@ -35,6 +35,7 @@ endforeach()
 crema_module(crema_core src/core/*.cpp src/core/*.cu)
 target_compile_definitions(crema_core PRIVATE
   CREMA_EXCLUDED_LAYER_TYPES="${CREMA_INFERENCE_EXCLUDED_LAYER_TYPES}")
+include(cmake/version.cmake)
 crema_module(crema_math src/math/*.cpp src/math/*.cu)
 crema_module(crema_io src/io/npy.cpp src/io/input_checks.cpp src/io/prefetch_pool.cpp
              src/io/json.cpp)
@@ -63,8 +64,6 @@ endif()
 if(CREMA_WITH_CUDA)
   target_link_libraries(crema_infer PRIVATE CUDA::cudart ${CUDNN_LIBRARY} ${CMAKE_DL_LIBS})
 endif()
-set_target_properties(crema_infer PROPERTIES VERSION ${PROJECT_VERSION}
-                      SOVERSION ${PROJECT_VERSION_MAJOR}.${PROJECT_VERSION_MINOR})
 
 # crema-infer: the crema CLI with the inference verbs only (each verb registers itself).
 set(_crema_infer_verbs crema flags forward inspect layers onnx time device_query)
@@ -72,8 +71,7 @@ list(TRANSFORM _crema_infer_verbs PREPEND ${CMAKE_CURRENT_SOURCE_DIR}/tools/)
 list(TRANSFORM _crema_infer_verbs APPEND .cpp)
 add_executable(crema_infer_cli ${_crema_infer_verbs})
 target_compile_definitions(crema_infer_cli PRIVATE CREMA_INFERENCE_ONLY=1)  # time: no --solver
-set_target_properties(crema_infer_cli PROPERTIES OUTPUT_NAME crema-infer INSTALL_RPATH
-                      "$ORIGIN/../${CMAKE_INSTALL_LIBDIR}")
+set_target_properties(crema_infer_cli PROPERTIES OUTPUT_NAME crema-infer)
 target_include_directories(crema_infer_cli PRIVATE ${CMAKE_CURRENT_SOURCE_DIR}/src
                            ${CMAKE_CURRENT_SOURCE_DIR}/tools)
 target_compile_definitions(crema_infer_cli PRIVATE ${CREMA_COMMON_DEFS})
@@ -81,24 +79,7 @@ target_link_libraries(crema_infer_cli PRIVATE crema_infer)
 
 add_subdirectory(examples/inference)
 
-# Install: lib/libcrema_infer.so, bin/crema-infer, include/crema/*.hpp + crema.pb.h, and a CMake
-# package (find_package(crema_infer) -> crema::crema_infer).
-include(GNUInstallDirs)
-include(CMakePackageConfigHelpers)
-install(TARGETS crema_infer crema_infer_cli EXPORT crema_infer_targets
-        LIBRARY DESTINATION ${CMAKE_INSTALL_LIBDIR} RUNTIME DESTINATION ${CMAKE_INSTALL_BINDIR})
-install(DIRECTORY ${CMAKE_CURRENT_SOURCE_DIR}/include/crema
-        DESTINATION ${CMAKE_INSTALL_INCLUDEDIR} FILES_MATCHING PATTERN "*.hpp"
-        PATTERN "solver.hpp" EXCLUDE)
-install(FILES ${CMAKE_CURRENT_BINARY_DIR}/proto/crema.pb.h DESTINATION ${CMAKE_INSTALL_INCLUDEDIR})
-install(EXPORT crema_infer_targets NAMESPACE crema::
-        DESTINATION ${CMAKE_INSTALL_LIBDIR}/cmake/crema_infer)
-file(WRITE ${CMAKE_CURRENT_BINARY_DIR}/crema_inferConfig.cmake
-     "include(CMakeFindDependencyMacro)\n"
-     "find_dependency(Protobuf)\nfind_dependency(gflags)\nfind_dependency(glog)\n"
-     "include(\${CMAKE_CURRENT_LIST_DIR}/crema_infer_targets.cmake)\n")
-write_basic_package_version_file(${CMAKE_CURRENT_BINARY_DIR}/crema_inferConfigVersion.cmake
-                                 COMPATIBILITY SameMinorVersion)
-install(FILES ${CMAKE_CURRENT_BINARY_DIR}/crema_inferConfig.cmake
-        ${CMAKE_CURRENT_BINARY_DIR}/crema_inferConfigVersion.cmake
-        DESTINATION ${CMAKE_INSTALL_LIBDIR}/cmake/crema_infer)
+# Install (cmake/install.cmake): lib/libcrema_infer.so, bin/crema-infer, the public headers but
+# solver.hpp, and a CMake package (find_package(crema_infer) -> crema::crema_infer).
+crema_install_package(PACKAGE crema_infer LIBRARY crema_infer CLI crema_infer_cli
+                      EXCLUDE_HEADERS solver.hpp)

@@ -41,14 +41,14 @@ DEFINE_bool(fuse_batch_norm, true,
             "--fuse-batch-norm=false runs them as layers of their own.");
 
 namespace crema::cli {
-namespace {
 
-// Flags every verb accepts, handled here before the verb runs.
 const std::set<std::string>& GlobalFlags() {
   static const std::set<std::string> flags = {"plugin", "forbid_path_escape", "cpu_engine",
                                               "fuse_relu", "fuse_batch_norm"};
   return flags;
 }
+
+namespace {
 
 void PrintGlobalFlags() {
   for (const std::string& name : GlobalFlags()) {
@@ -141,7 +141,8 @@ void FixOpenBlas(char** argv) {
 }
 
 bool IsFlag(const std::string& arg) {
-  return arg.size() > 1 && arg[0] == '-' && arg != "--" && !std::isdigit(static_cast<unsigned char>(arg[1])) && arg[1] != '.';
+  return arg.size() > 1 && arg[0] == '-' && arg != "--" &&
+         !std::isdigit(static_cast<unsigned char>(arg[1])) && arg[1] != '.';
 }
 
 // gflags keeps only the last value of a repeated flag; list flags (--input a=x --input b=y)

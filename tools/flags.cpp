@@ -55,7 +55,7 @@ DEFINE_string(out, "",
               "Where the result goes. sweep: the sweep folder, one sub-folder per run, "
               "results.tsv and results.md (default: <snapshot_prefix folder>/sweep, or "
               "sweep/). plot: the image, .svg or .png. export-onnx: the .onnx file. classify: the "
-              "results file (default stdout).");
+              "results file (default stdout). completion: the script (default stdout).");
 DEFINE_string(progress, "auto",
               "auto: a live progress line when stdout is a terminal (train: iteration, smoothed "
               "loss, lr, it/s, ETA instead of the INFO log, unless --log_dir is set; convert-*: "

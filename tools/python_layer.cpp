@@ -1,6 +1,7 @@
 // The "Python" layer type in the crema CLI. Built with Python (CREMA_WITH_PYTHON), the CLI embeds
 // the interpreter on the first Python layer it creates, imports crema._crema (from
-// <crema's folder>/python — build/python beside build/crema — or PYTHONPATH) and builds the layer
+// <crema's folder>/python — build/python beside build/crema —, from an installed crema's
+// <prefix>/CREMA_PYTHON_INSTALL_DIR, or PYTHONPATH) and builds the layer
 // with the extension's factory, so the CLI and `import crema` run the same code. The layer's own
 // module is found through PYTHONPATH, as in Caffe. Without Python the type still exists and says
 // why it cannot run.
@@ -49,13 +50,19 @@ Factory GetFactory(const LayerParameter& param) {
     Py_InitializeEx(0);  // no signal handlers: Ctrl-C stays the solver's
     char exe[PATH_MAX] = {0};
     const ssize_t n = readlink("/proc/self/exe", exe, sizeof(exe) - 1);
-    const std::filesystem::path dir =
-        n > 0 ? std::filesystem::path(std::string(exe, n)).parent_path() / "python" : "";
-    if (!dir.empty() && std::filesystem::exists(dir / "crema")) {
+    const std::filesystem::path exe_dir =
+        n > 0 ? std::filesystem::path(std::string(exe, n)).parent_path() : "";
+    for (const std::filesystem::path& dir : {exe_dir / "python",
+#ifdef CREMA_PYTHON_INSTALL_DIR
+                                             exe_dir.parent_path() / CREMA_PYTHON_INSTALL_DIR
+#endif
+         }) {
+      if (exe_dir.empty() || !std::filesystem::exists(dir / "crema")) continue;
       PyObject* sys_path = PySys_GetObject("path");  // borrowed
       PyObject* entry = PyUnicode_FromString(dir.c_str());
       PyList_Insert(sys_path, 0, entry);
       Py_DECREF(entry);
+      break;
     }
     factory = reinterpret_cast<Factory>(PyCapsule_Import("crema._crema._layer_factory", 0));
     if (factory == nullptr) error = PythonError();

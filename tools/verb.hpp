@@ -4,6 +4,7 @@
 // shared by several verbs are defined in tools/flags.cpp and declared in tools/flags.hpp, a
 // verb's own flags in its file. Each verb lists the flags it accepts: `crema VERB --help` prints
 // them, and a crema flag given to a verb that does not use it is an error.
+#include <set>
 #include <string>
 #include <vector>
 
@@ -21,6 +22,9 @@ struct Verb {
 
 void RegisterVerb(const Verb& verb);
 const std::vector<Verb>& Verbs();
+// Flags every verb accepts (--plugin, --cpu-engine, ...), handled by crema.cpp before the verb
+// runs.
+const std::set<std::string>& GlobalFlags();
 
 struct VerbRegisterer {
   explicit VerbRegisterer(const Verb& verb) { RegisterVerb(verb); }

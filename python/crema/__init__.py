@@ -7,10 +7,13 @@
 
 Blob ``.data``/``.diff`` return a fresh numpy view on each access; take it again after a reshape
 (an older view keeps the old memory alive but no longer aliases the blob).
+
+crema logs warnings and errors only (to stderr); ``crema.set_log_level('INFO')`` (or
+GLOG_minloglevel=0 in the environment) shows every net's set-up as the crema CLI does.
 """
 from ._crema import (TRAIN, TEST, Blob, ConfigError, Net, Solver, set_mode_cpu, set_mode_gpu,
                      set_device, set_random_seed, layer_types, solver_types, device,
-                     __version__)
+                     set_log_level, get_log_level, __version__)
 from .layer import Layer
 from .pycrema import get_solver, SGDSolver, NesterovSolver, AdaGradSolver, RMSPropSolver, \
     AdaDeltaSolver, AdamSolver
@@ -22,5 +25,5 @@ from . import io
 __all__ = ['TRAIN', 'TEST', 'Blob', 'ConfigError', 'Net', 'Solver', 'Layer', 'get_solver',
            'SGDSolver', 'NesterovSolver', 'AdaGradSolver', 'RMSPropSolver', 'AdaDeltaSolver',
            'AdamSolver', 'set_mode_cpu', 'set_mode_gpu', 'set_device', 'set_random_seed',
-           'layer_types', 'solver_types', 'device', 'Classifier', 'Detector', 'NetSpec', 'layers',
-           'params', 'to_proto', 'io']
+           'layer_types', 'solver_types', 'device', 'set_log_level', 'get_log_level',
+           'Classifier', 'Detector', 'NetSpec', 'layers', 'params', 'to_proto', 'io']

@@ -4,11 +4,15 @@
 // aliases the blob). Nets and solvers release the GIL while they compute; Python layers take it
 // back (python_layer.cpp). The pythonic API (OrderedDicts, forward(**inputs), ...) is in
 // python/crema/*.py on top of these bindings.
+#include <glog/logging.h>
 #include <pybind11/numpy.h>
 #include <pybind11/pybind11.h>
 #include <pybind11/stl.h>
 
+#include <algorithm>
+#include <cctype>
 #include <cstdint>
+#include <cstdlib>
 #include <memory>
 #include <string>
 #include <vector>
@@ -123,6 +127,49 @@ std::unique_ptr<Net> MakeNetFromBytes(const py::bytes& bytes, int phase, const p
   return net;
 }
 
+// A Python library keeps quiet: in a Python process (not the crema CLI, which embeds Python for
+// Python layers and has set up logging itself) crema logs warnings and errors only, unless
+// GLOG_minloglevel says otherwise; set_log_level changes it. Logs go to stderr, or to files in
+// GLOG_log_dir when that is set.
+void InitLogging() {
+  if (google::IsGoogleLoggingInitialized()) return;
+  if (std::getenv("GLOG_minloglevel") == nullptr) FLAGS_minloglevel = google::GLOG_WARNING;
+  FLAGS_logtostderr = FLAGS_log_dir.empty();
+  google::InitGoogleLogging("crema");
+}
+
+constexpr const char* kLogLevels[] = {"INFO", "WARNING", "ERROR", "FATAL"};
+
+// "INFO" .. "FATAL" (any case), glog's 0..3 or the logging module's levels (DEBUG and INFO ->
+// INFO, WARNING, ERROR, CRITICAL -> FATAL).
+void SetLogLevel(const py::object& level) {
+  if (py::isinstance<py::str>(level)) {
+    std::string name = level.cast<std::string>();
+    for (char& c : name) c = static_cast<char>(std::toupper(static_cast<unsigned char>(c)));
+    if (name == "WARN") name = "WARNING";
+    for (int i = 0; i < 4; ++i) {
+      if (name == kLogLevels[i]) {
+        FLAGS_minloglevel = i;
+        return;
+      }
+    }
+  } else if (py::isinstance<py::int_>(level) && !py::isinstance<py::bool_>(level)) {
+    const int value = level.cast<int>();
+    if (value >= 0 && value <= 3) {
+      FLAGS_minloglevel = value;
+      return;
+    }
+    if (value >= 10 && value <= 50 && value % 10 == 0) {
+      FLAGS_minloglevel = std::max(0, value / 10 - 2);
+      return;
+    }
+  }
+  CREMA_THROW_CONFIG(
+      "set_log_level: the level must be 'INFO', 'WARNING', 'ERROR', 'FATAL', 0-3 "
+      "or one of the logging module's levels, got ",
+      py::repr(level).cast<std::string>());
+}
+
 void SaveNet(const Net& net, const std::string& path) {
   const bool hdf5 = path.size() >= 3 && path.compare(path.size() - 3, 3, ".h5") == 0;
   if (hdf5) {
@@ -235,6 +282,13 @@ PYBIND11_MODULE(_crema, m) {
       false;
 #endif
   py::register_exception<ConfigError>(m, "ConfigError", PyExc_ValueError);
+  InitLogging();
+  m.def("set_log_level", &SetLogLevel, py::arg("level"),
+        "The lowest severity crema logs: 'INFO' (every net's set-up), 'WARNING' (the default, "
+        "unless GLOG_minloglevel is set), 'ERROR' or 'FATAL'; also 0-3 or logging.INFO etc.");
+  m.def(
+      "get_log_level", [] { return std::string(kLogLevels[std::clamp(FLAGS_minloglevel, 0, 3)]); },
+      "The lowest severity crema logs ('INFO', 'WARNING', 'ERROR' or 'FATAL').");
 
   if (!LayerRegistry::Has("Python")) {
     LayerRegistry::Add("Python", [](const LayerParameter& p) {

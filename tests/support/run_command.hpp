@@ -25,4 +25,9 @@ inline CommandResult RunCommand(const std::string& command) {
   return result;
 }
 
+// Runs this build's `crema ARGS` (CREMA_OPENBLAS_FIX=0: no re-exec to pin OpenBLAS's threads).
+inline CommandResult RunCrema(const std::string& args) {
+  return RunCommand("CREMA_OPENBLAS_FIX=0 " + std::string(CREMA_BINARY_DIR) + "/crema " + args);
+}
+
 }  // namespace crema::testing
