@@ -1,6 +1,7 @@
 #pragma once
-// Helpers of the image tool tests (convert-imageset, compute-image-mean): run the `crema`
-// executable, write small PNGs without OpenCV (the tests are not linked to it), read a DB back.
+// Helpers of the image tool tests (convert-imageset, compute-image-mean; RunCrema is in
+// support/run_command.hpp): write small PNGs without OpenCV (the tests are not linked to it), read
+// a DB back.
 #include <sys/wait.h>
 
 #include <cstdint>
@@ -16,10 +17,6 @@
 namespace crema::testing {
 
 using CremaResult = CommandResult;
-
-inline CremaResult RunCrema(const std::string& args) {
-  return RunCommand("CREMA_OPENBLAS_FIX=0 " + std::string(CREMA_BINARY_DIR) + "/crema " + args);
-}
 
 inline void PngPut32(std::string* out, uint32_t v) {
   for (int s = 24; s >= 0; s -= 8) out->push_back(static_cast<char>((v >> s) & 0xff));
