@@ -65,11 +65,12 @@ DEFINE_bool(memory_plan, true,
             "(intermediate blobs whose lifetimes do not overlap share buffers; the outputs read "
             "are unchanged). --memory-plan=false gives every blob its own memory.");
 DEFINE_bool(fold_bn, true,
-            "test, time (TEST phase), classify, inspect: fold BatchNorm (with global statistics) "
-            "and the Scale after it into the preceding Convolution, which then runs a folded "
-            "copy of its weights (equal within float rounding; the weights saved or copied are "
-            "unchanged; the copy costs the convolutions' weight memory again). "
-            "--fold-bn=false runs the layers one by one, as Caffe does.");
+            "test, time (TEST phase), classify, forward (without --all_blobs), inspect: fold "
+            "BatchNorm (with global statistics) and the Scale after it into the preceding "
+            "Convolution, which then runs a folded copy of its weights (equal within float "
+            "rounding; the weights saved or copied are unchanged; the copy costs the "
+            "convolutions' weight memory again). --fold-bn=false runs the layers one by one, "
+            "as Caffe does.");
 DEFINE_string(
     cpu_engine, "",
     "CPU Convolution, Pooling, InnerProduct: auto (per layer and shape, oneDNN or "

@@ -67,6 +67,8 @@ int RunForward(const std::vector<std::string>& args) {
       FLAGS_all_blobs ? MemoryPlan::kOff : MemoryPlanFromFlag(MemoryPlan::kInference));
   for (const std::string& weights : SplitList(FLAGS_weights))
     CopyWeightsRequiringAMatch(net.get(), weights);
+  // Only the outputs are written: BatchNorm (+ Scale) may fold into the convolutions.
+  net->SetFoldBatchNorm(FLAGS_fold_bn && !FLAGS_all_blobs);
 
   std::string input_names;
   for (int id : net->input_blob_indices())
@@ -124,6 +126,7 @@ CREMA_REGISTER_VERB(forward, "forward",
                     "order, or .binaryproto), the net is reshaped and run forward once, and each "
                     "net output (every blob with --all_blobs) is written as DIR/<blob>.npy "
                     "(float32; characters outside [A-Za-z0-9_.-] in the name become '~').",
-                    {"memory_plan", "model", "weights", "input", "output_dir", "all_blobs", "phase",
-                     "stage", "level", "gpu", "math", "cudnn_workspace_mb", "deterministic"},
+                    {"memory_plan", "fold_bn", "model", "weights", "input", "output_dir",
+                     "all_blobs", "phase", "stage", "level", "gpu", "math", "cudnn_workspace_mb",
+                     "deterministic"},
                     &crema::cli::RunForward);
