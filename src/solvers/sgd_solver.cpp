@@ -34,8 +34,7 @@ void ReadHdf5Text(hid_t loc, const std::string& name, const std::string& state_f
   message->Clear();
   if (Hdf5HasDataset(loc, name) &&
       !google::protobuf::TextFormat::ParseFromString(ReadHdf5String(loc, name), message))
-    CREMA_THROW_CONFIG(state_file, ": ", name, " is not a valid ", message->GetTypeName(),
-                       " text");
+    CREMA_THROW_CONFIG(state_file, ": ", name, " is not a valid ", message->GetTypeName(), " text");
 }
 
 // A state blob shaped and typed like a param. Its data is allocated, zeroed, where the update
