@@ -3,9 +3,9 @@
 #include <string>
 
 #include "crema/blob.hpp"
+#include "crema/proto_io.hpp"
 #include "fuzz_support.hpp"
 #include "io/data_transformer.hpp"
-#include "net/proto_io.hpp"
 
 extern "C" int LLVMFuzzerInitialize(int*, char***) {
   crema::fuzz::Init();

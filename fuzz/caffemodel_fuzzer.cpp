@@ -5,8 +5,8 @@
 #include <string>
 
 #include "crema/net.hpp"
+#include "crema/proto_io.hpp"
 #include "fuzz_support.hpp"
-#include "net/proto_io.hpp"
 
 namespace {
 std::unique_ptr<crema::Net> net;

@@ -7,9 +7,9 @@
 #include <vector>
 
 #include "crema/blob.hpp"
+#include "crema/proto_io.hpp"
 #include "fuzz_support.hpp"
 #include "io/data_transformer.hpp"
-#include "net/proto_io.hpp"
 
 namespace {
 std::vector<std::unique_ptr<crema::DataTransformer>> transformers;

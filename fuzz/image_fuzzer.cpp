@@ -5,10 +5,10 @@
 #include <string>
 #include <vector>
 
+#include "crema/proto_io.hpp"
 #include "fuzz_support.hpp"
 #include "io/data_transformer.hpp"
 #include "io/input_checks.hpp"
-#include "net/proto_io.hpp"
 #ifdef CREMA_WITH_OPENCV
 #include <opencv2/imgcodecs.hpp>
 #include <opencv2/imgproc.hpp>

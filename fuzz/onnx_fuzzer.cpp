@@ -3,8 +3,8 @@
 #include <string>
 
 #include "crema/net.hpp"
+#include "crema/proto_io.hpp"
 #include "fuzz_support.hpp"
-#include "net/proto_io.hpp"
 #include "onnx/onnx.hpp"
 
 extern "C" int LLVMFuzzerInitialize(int*, char***) {

@@ -4,8 +4,8 @@
 #include <string>
 
 #include "crema/net.hpp"
+#include "crema/proto_io.hpp"
 #include "fuzz_support.hpp"
-#include "net/proto_io.hpp"
 #include "net/upgrade.hpp"
 
 extern "C" int LLVMFuzzerInitialize(int*, char***) {

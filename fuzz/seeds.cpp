@@ -9,9 +9,9 @@
 #include <vector>
 
 #include "crema/net.hpp"
+#include "crema/proto_io.hpp"
 #include "fuzz_support.hpp"
 #include "io/data_transformer.hpp"
-#include "net/proto_io.hpp"
 #include "onnx/onnx.hpp"
 
 namespace fs = std::filesystem;

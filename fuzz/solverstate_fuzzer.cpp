@@ -5,9 +5,9 @@
 #include <string>
 
 #include "crema/net.hpp"
+#include "crema/proto_io.hpp"
 #include "crema/solver.hpp"
 #include "fuzz_support.hpp"
-#include "net/proto_io.hpp"
 
 namespace {
 std::unique_ptr<crema::Solver> solvers[2];

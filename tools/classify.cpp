@@ -15,11 +15,11 @@
 #include <vector>
 
 #include "crema/net.hpp"
+#include "crema/proto_io.hpp"
 #include "flags.hpp"
 #include "io/data_transformer.hpp"
 #include "io/npy.hpp"
 #include "net/net_json.hpp"
-#include "net/proto_io.hpp"
 #include "net/weights_match.hpp"
 #include "solvers/progress_line.hpp"
 #include "verb.hpp"

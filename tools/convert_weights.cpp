@@ -12,7 +12,7 @@
 
 #include "core/half.hpp"
 #include "crema/error.hpp"
-#include "net/proto_io.hpp"
+#include "crema/proto_io.hpp"
 #include "verb.hpp"
 
 DEFINE_bool(fp16, false,

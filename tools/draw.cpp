@@ -12,9 +12,9 @@
 #include <vector>
 
 #include "crema/error.hpp"
+#include "crema/proto_io.hpp"
 #include "flags.hpp"
 #include "net/net_dot.hpp"
-#include "net/proto_io.hpp"
 #include "verb.hpp"
 
 DEFINE_string(rankdir, "LR", "Graph direction for `crema draw`: LR, TB, BT or RL.");

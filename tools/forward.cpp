@@ -10,9 +10,9 @@
 #include <vector>
 
 #include "crema/net.hpp"
+#include "crema/proto_io.hpp"
 #include "flags.hpp"
 #include "io/npy.hpp"
-#include "net/proto_io.hpp"
 #include "net/weights_match.hpp"
 #include "verb.hpp"
 

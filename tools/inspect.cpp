@@ -5,10 +5,10 @@
 #include <vector>
 
 #include "crema/net.hpp"
+#include "crema/proto_io.hpp"
 #include "flags.hpp"
 #include "net/memory_plan.hpp"
 #include "net/net_json.hpp"
-#include "net/proto_io.hpp"
 #include "verb.hpp"
 
 DEFINE_bool(memory, false,

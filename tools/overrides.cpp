@@ -16,7 +16,7 @@
 
 #include "core/closest_name.hpp"
 #include "crema/error.hpp"
-#include "net/proto_io.hpp"
+#include "crema/proto_io.hpp"
 #include "net/upgrade.hpp"
 
 namespace crema::cli {

@@ -10,8 +10,8 @@
 #include <vector>
 
 #include "crema/error.hpp"
+#include "crema/proto_io.hpp"
 #include "flags.hpp"
-#include "net/proto_io.hpp"
 #include "plot_chart.hpp"
 #include "verb.hpp"
 

@@ -22,8 +22,8 @@
 #include <vector>
 
 #include "crema/error.hpp"
+#include "crema/proto_io.hpp"
 #include "flags.hpp"
-#include "net/proto_io.hpp"
 #include "overrides.hpp"
 #include "verb.hpp"
 

@@ -12,13 +12,13 @@
 
 #include "core/cuda_allocator.hpp"
 #include "crema/net.hpp"
+#include "crema/proto_io.hpp"
 #include "crema/solver.hpp"
 #include "flags.hpp"
 #include "io/prefetch_pool.hpp"
 #include "math/blas_setup.hpp"
 #include "math/dnnl_engine.hpp"
 #include "math/math.hpp"
-#include "net/proto_io.hpp"
 #include "verb.hpp"
 
 DEFINE_double(seconds, 0,

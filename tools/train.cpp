@@ -10,12 +10,12 @@
 #include <string>
 #include <vector>
 
+#include "crema/proto_io.hpp"
 #include "crema/solver.hpp"
 #include "finetune.hpp"
 #include "flags.hpp"
 #include "io/prefetch_pool.hpp"
 #include "local_group.hpp"
-#include "net/proto_io.hpp"
 #include "overrides.hpp"
 #include "solvers/distributed.hpp"
 #include "verb.hpp"

@@ -12,7 +12,7 @@
 #include <vector>
 
 #include "crema/error.hpp"
-#include "net/proto_io.hpp"
+#include "crema/proto_io.hpp"
 #include "verb.hpp"
 
 DEFINE_bool(in_place, false, "upgrade: rewrite IN itself (OUT may then be left out).");

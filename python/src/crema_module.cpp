@@ -24,10 +24,10 @@
 #include "crema/layer.hpp"
 #include "crema/layer_registry.hpp"
 #include "crema/net.hpp"
+#include "crema/proto_io.hpp"
 #include "crema/solver.hpp"
 #include "crema/version.hpp"
 #include "net/net_dot.hpp"
-#include "net/proto_io.hpp"
 #include "python_layer.hpp"
 
 #ifdef CREMA_WITH_OPENCV

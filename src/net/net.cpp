@@ -16,9 +16,9 @@
 #ifndef CREMA_NO_HDF5
 #include "io/hdf5.hpp"
 #endif
+#include "crema/proto_io.hpp"
 #include "math/math.hpp"
 #include "net/memory_plan.hpp"
-#include "net/proto_io.hpp"
 
 namespace crema {
 

@@ -1,7 +1,7 @@
 // Prototxt and binary proto I/O. Text parsing records field positions (ParseInfoTree) so later
 // errors can point at file:line:col; syntax errors and unknown names become one-line ConfigErrors
 // with 1-based positions and, for a misspelt name, the closest valid one.
-#include "net/proto_io.hpp"
+#include "crema/proto_io.hpp"
 
 #include <fcntl.h>
 #include <glog/logging.h>

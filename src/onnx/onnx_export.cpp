@@ -11,8 +11,8 @@
 
 #include "crema/error.hpp"
 #include "crema/net.hpp"
+#include "crema/proto_io.hpp"
 #include "crema/version.hpp"
-#include "net/proto_io.hpp"
 #include "net/weights_match.hpp"
 #include "onnx/onnx.hpp"
 #include "onnx/onnx_common.hpp"

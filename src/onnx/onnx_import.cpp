@@ -14,7 +14,7 @@
 #include <vector>
 
 #include "crema/error.hpp"
-#include "net/proto_io.hpp"
+#include "crema/proto_io.hpp"
 #include "onnx/onnx.hpp"
 #include "onnx/onnx_common.hpp"
 

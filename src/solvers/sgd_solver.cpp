@@ -7,9 +7,9 @@
 #include <filesystem>
 
 #include "crema/error.hpp"
+#include "crema/proto_io.hpp"
 #include "io/hdf5.hpp"
 #include "math/math.hpp"
-#include "net/proto_io.hpp"
 
 #ifdef CREMA_WITH_CUDA
 #include "math/math_gpu.hpp"

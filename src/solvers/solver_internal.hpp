@@ -5,7 +5,7 @@
 #include <vector>
 
 #include "crema/proto.hpp"
-#include "net/proto_io.hpp"
+#include "crema/proto_io.hpp"
 
 namespace crema::solver_detail {
 

@@ -4,9 +4,9 @@
 
 #include <filesystem>
 
+#include "crema/proto_io.hpp"
 #include "crema/solver.hpp"
 #include "math/dnnl_engine.hpp"
-#include "net/proto_io.hpp"
 #include "solvers/distributed.hpp"
 
 namespace crema {

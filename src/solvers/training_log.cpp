@@ -7,8 +7,8 @@
 #include <sstream>
 
 #include "crema/error.hpp"
+#include "crema/proto_io.hpp"
 #include "io/json.hpp"
-#include "net/proto_io.hpp"
 
 namespace crema {
 namespace {

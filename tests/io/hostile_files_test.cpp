@@ -13,8 +13,8 @@
 
 #include "crema/layer_registry.hpp"
 #include "crema/net.hpp"
+#include "crema/proto_io.hpp"
 #include "io/db.hpp"
-#include "net/proto_io.hpp"
 #include "onnx/onnx.hpp"
 #include "support/requires.hpp"
 #include "tools/image_tool_util.hpp"

@@ -8,7 +8,7 @@
 #include "core/half.hpp"
 #include "crema/layer_registry.hpp"
 #include "crema/net.hpp"
-#include "net/proto_io.hpp"
+#include "crema/proto_io.hpp"
 
 namespace crema {
 namespace {

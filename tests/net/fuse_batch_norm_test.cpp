@@ -10,7 +10,7 @@
 
 #include "core/cuda_context.hpp"
 #include "crema/net.hpp"
-#include "net/proto_io.hpp"
+#include "crema/proto_io.hpp"
 #include "support/net_checks.hpp"
 
 namespace crema {

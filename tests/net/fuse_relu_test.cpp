@@ -9,8 +9,8 @@
 
 #include "core/cuda_context.hpp"
 #include "crema/net.hpp"
+#include "crema/proto_io.hpp"
 #include "math/dnnl_engine.hpp"
-#include "net/proto_io.hpp"
 #include "support/net_checks.hpp"
 
 namespace crema {

@@ -9,8 +9,8 @@
 #include <random>
 
 #include "crema/net.hpp"
+#include "crema/proto_io.hpp"
 #include "net/memory_plan.hpp"
-#include "net/proto_io.hpp"
 
 namespace crema {
 namespace {

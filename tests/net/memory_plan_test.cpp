@@ -11,7 +11,7 @@
 #include <random>
 
 #include "crema/net.hpp"
-#include "net/proto_io.hpp"
+#include "crema/proto_io.hpp"
 
 namespace crema {
 namespace {

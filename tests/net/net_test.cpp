@@ -10,7 +10,7 @@
 #include <fstream>
 #include <vector>
 
-#include "net/proto_io.hpp"
+#include "crema/proto_io.hpp"
 #include "support/reference.hpp"
 
 namespace crema {

@@ -12,8 +12,8 @@
 #include "core/rng.hpp"
 #include "crema/layer_registry.hpp"
 #include "crema/net.hpp"
+#include "crema/proto_io.hpp"
 #include "io/json.hpp"
-#include "net/proto_io.hpp"
 #include "support/reference.hpp"
 
 namespace crema {

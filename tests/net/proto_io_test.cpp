@@ -1,4 +1,4 @@
-#include "net/proto_io.hpp"
+#include "crema/proto_io.hpp"
 
 #include <google/protobuf/util/message_differencer.h>
 #include <gtest/gtest.h>

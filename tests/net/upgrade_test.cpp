@@ -10,7 +10,7 @@
 
 #include "crema/error.hpp"
 #include "crema/proto.hpp"
-#include "net/proto_io.hpp"
+#include "crema/proto_io.hpp"
 #include "support/reference.hpp"
 
 namespace crema {

@@ -13,9 +13,9 @@
 #include <vector>
 
 #include "crema/net.hpp"
+#include "crema/proto_io.hpp"
 #include "crema/solver.hpp"
 #include "math/dnnl_engine.hpp"
-#include "net/proto_io.hpp"
 
 namespace crema {
 namespace {

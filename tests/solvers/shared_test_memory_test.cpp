@@ -6,8 +6,8 @@
 #include <set>
 #include <string>
 
+#include "crema/proto_io.hpp"
 #include "crema/solver.hpp"
-#include "net/proto_io.hpp"
 
 namespace crema {
 namespace {

@@ -10,8 +10,8 @@
 #include <vector>
 
 #include "crema/error.hpp"
+#include "crema/proto_io.hpp"
 #include "crema/solver.hpp"
-#include "net/proto_io.hpp"
 #include "solvers/datum_db.hpp"
 #include "support/reference.hpp"
 

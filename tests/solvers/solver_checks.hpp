@@ -20,9 +20,9 @@
 #include "crema/device.hpp"
 #include "crema/error.hpp"
 #include "crema/net.hpp"
+#include "crema/proto_io.hpp"
 #include "crema/solver.hpp"
 #include "io/json.hpp"
-#include "net/proto_io.hpp"
 #include "solvers/sgd_solver.hpp"
 #include "support/reference.hpp"
 

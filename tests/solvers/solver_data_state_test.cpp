@@ -12,11 +12,11 @@
 #include <vector>
 
 #include "crema/error.hpp"
+#include "crema/proto_io.hpp"
 #include "crema/solver.hpp"
 #include "io/data_transformer.hpp"
 #include "io/db.hpp"
 #include "io/hdf5.hpp"
-#include "net/proto_io.hpp"
 #include "solvers/datum_db.hpp"
 #include "support/requires.hpp"
 

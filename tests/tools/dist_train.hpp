@@ -16,7 +16,7 @@
 #include <vector>
 
 #include "crema/proto.hpp"
-#include "net/proto_io.hpp"
+#include "crema/proto_io.hpp"
 #include "solvers/datum_db.hpp"
 
 namespace crema::dist_test {

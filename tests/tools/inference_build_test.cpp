@@ -13,7 +13,7 @@
 #include <vector>
 
 #include "crema/net.hpp"
-#include "net/proto_io.hpp"
+#include "crema/proto_io.hpp"
 #include "tools/onnx_test_util.hpp"
 
 namespace crema {

@@ -26,10 +26,10 @@
 
 #include "crema/net.hpp"
 #include "crema/proto.hpp"
+#include "crema/proto_io.hpp"
 #include "image_tool_util.hpp"
 #include "io/hdf5.hpp"
 #include "io/json.hpp"
-#include "net/proto_io.hpp"
 #include "regression_solver.hpp"
 
 namespace crema {

@@ -16,8 +16,8 @@
 
 #include "crema/error.hpp"
 #include "crema/net.hpp"
+#include "crema/proto_io.hpp"
 #include "io/npy.hpp"
-#include "net/proto_io.hpp"
 #include "support/reference.hpp"
 #include "tools/onnx_test_util.hpp"
 

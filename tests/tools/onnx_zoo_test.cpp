@@ -21,7 +21,7 @@
 #include "core/filler.hpp"
 #include "core/rng.hpp"
 #include "crema/net.hpp"
-#include "net/proto_io.hpp"
+#include "crema/proto_io.hpp"
 #include "onnx/onnx.hpp"
 #include "tools/onnx_test_util.hpp"
 

@@ -7,8 +7,8 @@
 #include <string>
 
 #include "crema/proto.hpp"
+#include "crema/proto_io.hpp"
 #include "image_tool_util.hpp"
-#include "net/proto_io.hpp"
 #include "regression_solver.hpp"
 
 namespace crema {

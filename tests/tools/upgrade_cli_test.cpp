@@ -8,8 +8,8 @@
 #include <string>
 
 #include "crema/layer_registry.hpp"
+#include "crema/proto_io.hpp"
 #include "image_tool_util.hpp"
-#include "net/proto_io.hpp"
 
 namespace crema {
 namespace {

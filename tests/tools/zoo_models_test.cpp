@@ -16,9 +16,9 @@
 #include <vector>
 
 #include "crema/net.hpp"
+#include "crema/proto_io.hpp"
 #include "io/json.hpp"
 #include "net/net_json.hpp"
-#include "net/proto_io.hpp"
 #include "support/reference.hpp"
 
 namespace crema {
