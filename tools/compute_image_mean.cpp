@@ -13,6 +13,7 @@
 #include "flags.hpp"
 #include "io/data_transformer.hpp"
 #include "io/db.hpp"
+#include "io/input_checks.hpp"
 #include "verb.hpp"
 
 #ifdef CREMA_WITH_OPENCV
@@ -27,6 +28,7 @@ void DecodeNative(Datum* datum, const std::string& what) {
   if (!datum->encoded()) return;
 #ifdef CREMA_WITH_OPENCV
   const std::string& data = datum->data();
+  CheckEncodedImageSize(data, 3, what);
   cv::Mat image;
   try {
     const cv::Mat raw(1, static_cast<int>(data.size()), CV_8UC1, const_cast<char*>(data.data()));

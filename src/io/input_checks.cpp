@@ -138,6 +138,12 @@ int64_t CheckedElementCount(const std::vector<int64_t>& dims) {
 }
 
 void CheckEncodedImageSize(const std::string& bytes, int channels, const std::string& what) {
+  // OpenCV hands a DICOM file ("DICM" after the 128-byte preamble) to GDCM, which allocates what
+  // the file's element lengths declare before reading them; crema cannot check those first.
+  if (bytes.size() >= 132 && bytes.compare(128, 4, "DICM") == 0)
+    CREMA_THROW_RUNTIME(what,
+                        ": DICOM images are not decoded (their reader allocates the sizes "
+                        "the file declares before checking them); convert it to PNG");
   int64_t width = 0, height = 0;
   if (!EncodedImageSize(bytes, &width, &height)) return;
   if (width > INT32_MAX || height > INT32_MAX) {

@@ -25,7 +25,8 @@ int64_t CheckedElementCount(const std::vector<int64_t>& dims);
 bool EncodedImageSize(const std::string& bytes, int64_t* width, int64_t* height);
 // Before decoding: RuntimeError naming `what` when the header declares more values (width x
 // height x `channels`) than a blob may hold (INT_MAX, or CREMA_MAX_BLOB_ELEMENTS), so a hostile
-// header is refused before the decoder allocates for it.
+// header is refused before the decoder allocates for it; and for a DICOM file, whose decoder
+// allocates what the file declares before any check.
 void CheckEncodedImageSize(const std::string& bytes, int channels, const std::string& what);
 // The same for an image file: reads the first bytes of `path` (no error when it can't: the
 // decoder reports a missing or unreadable file).

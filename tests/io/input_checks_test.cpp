@@ -111,5 +111,22 @@ TEST(EncodedImageSizeTest, HugeHeadersAreRefusedBeforeDecoding) {
   EXPECT_NO_THROW(CheckEncodedImageSize(png, 3, "record 7"));
 }
 
+TEST(EncodedImageSizeTest, DicomIsRefusedBeforeDecoding) {
+  // The DICOM Part 10 signature after its 128-byte preamble, then an element declaring 2 GB.
+  std::string dicom(128, '\0');
+  dicom += "DICM";
+  dicom += std::string("\x02\x00\x10\x00OB\0\0\xff\xff\xff\x7f", 12);
+  try {
+    CheckEncodedImageSize(dicom, 3, "record 9");
+    FAIL() << "not refused";
+  } catch (const RuntimeError& e) {
+    EXPECT_NE(std::string(e.what()).find("record 9: DICOM images are not decoded"),
+              std::string::npos)
+        << e.what();
+  }
+  dicom[129] = 'X';  // no signature: left to the decoder
+  EXPECT_NO_THROW(CheckEncodedImageSize(dicom, 3, "record 9"));
+}
+
 }  // namespace
 }  // namespace crema
