@@ -1,8 +1,9 @@
 #!/usr/bin/env bash
-# libFuzzer targets (fuzz/*_fuzzer.cpp), built with clang in build-fuzz/ (the library with
-# -fsanitize=fuzzer-no-link,address,undefined; CUDA, Python and the unit tests off).
+# libFuzzer targets (fuzz/*_fuzzer.cpp), built with clang in the sanitizer build, build-asan/
+# (scripts/build_sanitized.sh: the library with -fsanitize=fuzzer-no-link,address,undefined,
+# CUDA and Python off; the sanitized unit tests are built there too).
 # Usage:
-#   scripts/fuzz.sh build              configure and build build-fuzz/ (CREMA_CLANG: clang++-14)
+#   scripts/fuzz.sh build              configure build-asan/ and build the targets and the seeder
 #   scripts/fuzz.sh smoke [SECONDS]    each target for SECONDS (default 20) from its seeds; exit 1
 #                                      on any finding (what the test suite runs)
 #   scripts/fuzz.sh campaign [SECONDS] each target for SECONDS (default 600), corpus kept in
@@ -14,41 +15,17 @@
 set -euo pipefail
 cd "$(dirname "$0")/.."
 root=$PWD
-build_dir="${CREMA_FUZZ_BUILD_DIR:-build-fuzz}"
+build_dir="${CREMA_SANITIZE_BUILD_DIR:-build-asan}"
 findings_dir="${CREMA_FUZZ_FINDINGS:-fuzz-findings}"
 corpus_dir="${CREMA_FUZZ_CORPUS:-fuzz-corpus}"
-clang="${CREMA_CLANG:-clang++-14}"
-clang_c="${CREMA_CLANG_C:-${clang/clang++/clang}}"
 
 targets() {
   for f in fuzz/*_fuzzer.cpp; do basename "$f" .cpp; done
 }
 
 build() {
-  command -v "$clang" >/dev/null || {
-    echo "fuzz: $clang not found (Debian: apt-get install clang-14 libclang-rt-14-dev)" >&2
-    exit 1
-  }
-  export CCACHE_DIR="${CCACHE_DIR:-$HOME/.cache/ccache}"
-  export CCACHE_BASEDIR="${CCACHE_BASEDIR:-$PWD}"
-  # -gline-tables-only makes ccache hash the build folder; without that, a clone in another folder
-  # (CI's) reuses the objects.
-  export CCACHE_NOHASHDIR="${CCACHE_NOHASHDIR:-1}"
-  local san="-fsanitize=fuzzer-no-link,address,undefined -fno-sanitize-recover=all"
-  san+=" -fno-omit-frame-pointer -gline-tables-only"
-  mkdir -p "$build_dir"
-  cmake -S . -B "$build_dir" -G Ninja -DCMAKE_BUILD_TYPE=Release \
-    -DCMAKE_CXX_COMPILER="$clang" -DCMAKE_C_COMPILER="$clang_c" \
-    -DCMAKE_CXX_FLAGS_RELEASE="-O1 $san" -DCMAKE_C_FLAGS_RELEASE="-O1 $san" \
-    -DCMAKE_EXE_LINKER_FLAGS="-fsanitize=address,undefined" \
-    -DCMAKE_SHARED_LINKER_FLAGS="-fsanitize=address,undefined" \
-    -DCREMA_CUDA=OFF -DCREMA_PYTHON=OFF -DCREMA_MPI=OFF -DCREMA_BUILD_TESTS=OFF \
-    -DCREMA_FUZZ=ON "$@" >"$build_dir/configure.log" 2>&1 || {
-    cat "$build_dir/configure.log"
-    exit 1
-  }
-  # shellcheck disable=SC2046
-  cmake --build "$build_dir" -j "${CREMA_JOBS:-$(nproc)}" --target crema_fuzz_seeds $(targets)
+  CREMA_SANITIZE_BUILD_DIR="$build_dir" CREMA_BUILD_TARGETS="crema_fuzz_seeds $(targets | xargs)" \
+    scripts/build_sanitized.sh "$@"
 }
 
 # Seeds: small valid files of every format (written by crema_fuzz_seeds from models/ and the

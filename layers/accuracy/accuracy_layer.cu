@@ -4,7 +4,7 @@
 namespace crema {
 namespace {
 
-struct Geometry {
+struct AccuracyGeometry {
   int64_t items;  // outer * inner
   int64_t inner;
   int num_labels;
@@ -16,7 +16,7 @@ struct Geometry {
 // One thread per item (n, inner): correct when fewer than top_k classes score >= the true
 // class; ignored items do not count; a label outside [0, C) that is not ignored raises *bad.
 template <typename T>
-__global__ void ItemAccuracy(Geometry g, const T* data, const T* label, double* correct,
+__global__ void ItemAccuracy(AccuracyGeometry g, const T* data, const T* label, double* correct,
                              double* counted, double* bad) {
   CREMA_CUDA_KERNEL_LOOP(index, g.items) {
     const int l = LabelIndex(label[index]);
@@ -39,7 +39,7 @@ __global__ void ItemAccuracy(Geometry g, const T* data, const T* label, double* 
 
 // One thread per class: the accuracy over the counted items of that true class (0 if none).
 template <typename T>
-__global__ void ClassAccuracy(Geometry g, const T* label, const double* correct,
+__global__ void ClassAccuracy(AccuracyGeometry g, const T* label, const double* correct,
                               const double* counted, T* per_class) {
   CREMA_CUDA_KERNEL_LOOP(c, g.num_labels) {
     int64_t items = 0;
@@ -56,7 +56,7 @@ __global__ void ClassAccuracy(Geometry g, const T* label, const double* correct,
 }  // namespace
 
 void AccuracyLayer::ForwardGpu(const BlobVec& bottom, const BlobVec& top) {
-  const Geometry g{outer_num_ * inner_num_, inner_num_,   bottom[0]->shape(axis_), top_k_,
+  const AccuracyGeometry g{outer_num_ * inner_num_, inner_num_,   bottom[0]->shape(axis_), top_k_,
                    has_ignore_label_,       ignore_label_};
   double* correct = correct_.mutable_gpu_data<double>();
   double* counted = counted_.mutable_gpu_data<double>();

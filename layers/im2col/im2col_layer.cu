@@ -66,7 +66,7 @@ __global__ void Col2imKernel(int64_t n, ColGeometry g, const T* col, T* image) {
   }
 }
 
-ColGeometry Geometry(const Blob& bottom, const Blob& top, int channel_axis,
+ColGeometry Im2colGeometry(const Blob& bottom, const Blob& top, int channel_axis,
                      const std::vector<int>& kernel, const std::vector<int>& stride,
                      const std::vector<int>& pad, const std::vector<int>& dilation) {
   ColGeometry g;
@@ -92,7 +92,7 @@ void Im2colLayer::ForwardGpu(const BlobVec& bottom, const BlobVec& top) {
   const int64_t n = top[0]->count();
   if (n == 0) return;
   const ColGeometry g =
-      Geometry(*bottom[0], *top[0], channel_axis_, kernel_shape_, stride_, pad_, dilation_);
+      Im2colGeometry(*bottom[0], *top[0], channel_axis_, kernel_shape_, stride_, pad_, dilation_);
   CREMA_DISPATCH_FLOAT(bottom[0]->dtype(), T, {
     Im2colKernel<T><<<gpu::Blocks(n), gpu::kThreads, 0, gpu::Stream()>>>(
         n, g, bottom[0]->gpu_data<T>(), top[0]->mutable_gpu_data<T>());
@@ -105,7 +105,7 @@ void Im2colLayer::BackwardGpu(const BlobVec& top, const std::vector<bool>& propa
   const int64_t n = bottom[0]->count();
   if (!propagate_down[0] || n == 0) return;
   const ColGeometry g =
-      Geometry(*bottom[0], *top[0], channel_axis_, kernel_shape_, stride_, pad_, dilation_);
+      Im2colGeometry(*bottom[0], *top[0], channel_axis_, kernel_shape_, stride_, pad_, dilation_);
   CREMA_DISPATCH_FLOAT(bottom[0]->dtype(), T, {
     Col2imKernel<T><<<gpu::Blocks(n), gpu::kThreads, 0, gpu::Stream()>>>(
         n, g, top[0]->gpu_diff<T>(), bottom[0]->mutable_gpu_diff<T>());

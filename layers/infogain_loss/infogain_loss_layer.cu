@@ -4,9 +4,9 @@
 namespace crema {
 namespace {
 
-constexpr double kLogThreshold = 1e-20;  // Caffe's kLOG_THRESHOLD
+constexpr double kInfogainLogThreshold = 1e-20;  // Caffe's kLOG_THRESHOLD
 
-struct Geometry {
+struct InfogainGeometry {
   int64_t items;  // outer * inner
   int64_t inner;
   int num_labels;
@@ -17,7 +17,7 @@ struct Geometry {
 // One thread per item (n, inner): -sum_k H[l, k] log(max(p_k, 1e-20)) in double, and whether
 // it counts; a label outside [0, C) that is not ignored raises *bad.
 template <typename T>
-__global__ void ItemLosses(Geometry g, const T* prob, const T* label, const T* infogain,
+__global__ void InfogainItemLosses(InfogainGeometry g, const T* prob, const T* label, const T* infogain,
                            double* loss, double* counts, double* bad) {
   CREMA_CUDA_KERNEL_LOOP(index, g.items) {
     const int l = LabelIndex(label[index]);
@@ -32,7 +32,7 @@ __global__ void ItemLosses(Geometry g, const T* prob, const T* label, const T* i
     const T* h = infogain + static_cast<int64_t>(l) * g.num_labels;
     double sum = 0;
     for (int k = 0; k < g.num_labels; ++k)
-      sum -= h[k] * log(max(static_cast<double>(p[k * g.inner]), kLogThreshold));
+      sum -= h[k] * log(max(static_cast<double>(p[k * g.inner]), kInfogainLogThreshold));
     loss[index] = sum;
     counts[index] = 1;
   }
@@ -50,7 +50,7 @@ __global__ void RowSums(int num_labels, const T* infogain, T* row_sums) {
 
 // One thread per item: dx_k = p_k * rowsum(H[l]) - H[l, k] (unscaled), zero for ignored items.
 template <typename T>
-__global__ void ItemGradients(Geometry g, const T* prob, const T* label, const T* infogain,
+__global__ void InfogainItemGradients(InfogainGeometry g, const T* prob, const T* label, const T* infogain,
                               const T* row_sums, T* dx, double* counts) {
   CREMA_CUDA_KERNEL_LOOP(index, g.items) {
     const int l = LabelIndex(label[index]);
@@ -69,14 +69,14 @@ __global__ void ItemGradients(Geometry g, const T* prob, const T* label, const T
 void InfogainLossLayer::ForwardGpu(const BlobVec& bottom, const BlobVec& top) {
   softmax_bottom_ = {bottom[0]};
   softmax_layer_->Forward(softmax_bottom_, softmax_top_);
-  const Geometry g{outer_num_ * inner_num_, inner_num_, num_labels_, has_ignore_label_,
+  const InfogainGeometry g{outer_num_ * inner_num_, inner_num_, num_labels_, has_ignore_label_,
                    ignore_label_};
   double* loss = losses_.mutable_gpu_data<double>();
   double* counts = counts_.mutable_gpu_data<double>();
   double* sums = sums_.mutable_gpu_data<double>();
   gpu::Set<double>(1, 0.0, sums + 2);
   CREMA_DISPATCH_FLOAT(bottom[0]->dtype(), T, {
-    ItemLosses<T><<<gpu::Blocks(g.items), gpu::kThreads, 0, gpu::Stream()>>>(
+    InfogainItemLosses<T><<<gpu::Blocks(g.items), gpu::kThreads, 0, gpu::Stream()>>>(
         g, prob_.gpu_data<T>(), bottom[1]->gpu_data<T>(), Infogain(bottom).gpu_data<T>(), loss,
         counts, sums + 2);
     gpu::CheckLaunch("InfogainLoss forward");
@@ -98,7 +98,7 @@ void InfogainLossLayer::ForwardGpu(const BlobVec& bottom, const BlobVec& top) {
 void InfogainLossLayer::BackwardGpu(const BlobVec& top, const std::vector<bool>& propagate_down,
                                     const BlobVec& bottom) {
   if (!WantsGradient(propagate_down)) return;
-  const Geometry g{outer_num_ * inner_num_, inner_num_, num_labels_, has_ignore_label_,
+  const InfogainGeometry g{outer_num_ * inner_num_, inner_num_, num_labels_, has_ignore_label_,
                    ignore_label_};
   double* counts = counts_.mutable_gpu_data<double>();
   double* sums = sums_.mutable_gpu_data<double>();
@@ -108,7 +108,7 @@ void InfogainLossLayer::BackwardGpu(const BlobVec& top, const std::vector<bool>&
     RowSums<T><<<gpu::Blocks(num_labels_), gpu::kThreads, 0, gpu::Stream()>>>(num_labels_, infogain,
                                                                               row_sums);
     T* dx = bottom[0]->mutable_gpu_diff<T>();
-    ItemGradients<T><<<gpu::Blocks(g.items), gpu::kThreads, 0, gpu::Stream()>>>(
+    InfogainItemGradients<T><<<gpu::Blocks(g.items), gpu::kThreads, 0, gpu::Stream()>>>(
         g, prob_.gpu_data<T>(), bottom[1]->gpu_data<T>(), infogain, row_sums, dx, counts);
     gpu::CheckLaunch("InfogainLoss backward");
     double valid = 0;

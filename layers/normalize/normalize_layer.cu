@@ -4,7 +4,7 @@
 namespace crema {
 namespace {
 
-struct Geometry {
+struct NormalizeGeometry {
   int64_t count;
   int channels;
   int64_t spatial;
@@ -12,23 +12,23 @@ struct Geometry {
   bool channel_shared;
 };
 
-Geometry MakeGeometry(const Blob& bottom, bool across_spatial, bool channel_shared) {
+NormalizeGeometry MakeGeometry(const Blob& bottom, bool across_spatial, bool channel_shared) {
   return {bottom.count(), bottom.shape(1), bottom.count(2), across_spatial, channel_shared};
 }
 
 // The norm (and the scale) that apply to element i.
-__device__ int64_t NormIndex(const Geometry& g, int64_t i) {
+__device__ int64_t NormIndex(const NormalizeGeometry& g, int64_t i) {
   const int64_t n = i / (g.channels * g.spatial);
   return g.across_spatial ? n : n * g.spatial + i % g.spatial;
 }
-__device__ int ScaleIndex(const Geometry& g, int64_t i) {
+__device__ int ScaleIndex(const NormalizeGeometry& g, int64_t i) {
   return g.channel_shared ? 0 : static_cast<int>((i / g.spatial) % g.channels);
 }
 
 // One thread per position (n, s): out = init + sum over c of a (times b when given), the terms
 // rounded to T as on the CPU and summed in double.
 template <typename T>
-__global__ void ChannelSums(Geometry g, const T* a, const T* b, T init, T* out) {
+__global__ void ChannelSums(NormalizeGeometry g, const T* a, const T* b, T init, T* out) {
   CREMA_CUDA_KERNEL_LOOP(index, g.count / g.channels) {
     const int64_t first = (index / g.spatial) * g.channels * g.spatial + index % g.spatial;
     double sum = init;
@@ -41,7 +41,7 @@ __global__ void ChannelSums(Geometry g, const T* a, const T* b, T init, T* out) 
 }
 
 template <typename T>
-__global__ void NormalizeForward(Geometry g, const T* x, const T* norm, const T* scale, T* y) {
+__global__ void NormalizeForward(NormalizeGeometry g, const T* x, const T* norm, const T* scale, T* y) {
   CREMA_CUDA_KERNEL_LOOP(i, g.count) {
     y[i] = x[i] / norm[NormIndex(g, i)] * scale[ScaleIndex(g, i)];
   }
@@ -49,18 +49,18 @@ __global__ void NormalizeForward(Geometry g, const T* x, const T* norm, const T*
 
 // The terms of the scale gradient, dy * x / norm.
 template <typename T>
-__global__ void ScaleTerms(Geometry g, const T* x, const T* dy, const T* norm, T* out) {
+__global__ void ScaleTerms(NormalizeGeometry g, const T* x, const T* dy, const T* norm, T* out) {
   CREMA_CUDA_KERNEL_LOOP(i, g.count) { out[i] = dy[i] * x[i] / norm[NormIndex(g, i)]; }
 }
 
 // The terms of sum(x * g) with g = dy * scale.
 template <typename T>
-__global__ void DotTerms(Geometry g, const T* x, const T* dy, const T* scale, T* out) {
+__global__ void DotTerms(NormalizeGeometry g, const T* x, const T* dy, const T* scale, T* out) {
   CREMA_CUDA_KERNEL_LOOP(i, g.count) { out[i] = x[i] * dy[i] * scale[ScaleIndex(g, i)]; }
 }
 
 template <typename T>
-__global__ void NormalizeBackward(Geometry g, const T* x, const T* dy, const T* norm,
+__global__ void NormalizeBackward(NormalizeGeometry g, const T* x, const T* dy, const T* norm,
                                   const T* scale, const T* dot, T* dx) {
   CREMA_CUDA_KERNEL_LOOP(i, g.count) {
     const int64_t k = NormIndex(g, i);
@@ -72,7 +72,7 @@ __global__ void NormalizeBackward(Geometry g, const T* x, const T* dy, const T* 
 }  // namespace
 
 void NormalizeLayer::ForwardGpu(const BlobVec& bottom, const BlobVec& top) {
-  const Geometry g = MakeGeometry(*bottom[0], across_spatial_, channel_shared_);
+  const NormalizeGeometry g = MakeGeometry(*bottom[0], across_spatial_, channel_shared_);
   if (g.count == 0) return;
   const int num = bottom[0]->shape(0);
   CREMA_DISPATCH_FLOAT(bottom[0]->dtype(), T, {
@@ -96,7 +96,7 @@ void NormalizeLayer::ForwardGpu(const BlobVec& bottom, const BlobVec& top) {
 
 void NormalizeLayer::BackwardGpu(const BlobVec& top, const std::vector<bool>& propagate_down,
                                  const BlobVec& bottom) {
-  const Geometry g = MakeGeometry(*bottom[0], across_spatial_, channel_shared_);
+  const NormalizeGeometry g = MakeGeometry(*bottom[0], across_spatial_, channel_shared_);
   if (g.count == 0) return;
   const int num = bottom[0]->shape(0);
   CREMA_DISPATCH_FLOAT(bottom[0]->dtype(), T, {

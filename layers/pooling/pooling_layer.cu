@@ -6,14 +6,14 @@
 namespace crema {
 namespace {
 
-struct Geometry {
+struct PoolingGeometry {
   int channels, height, width, pooled_height, pooled_width;
   int kernel_h, kernel_w, stride_h, stride_w, pad_h, pad_w;
 };
 
 // One thread per output; the first maximum in row-major window order wins, as on the CPU.
 template <typename T>
-__global__ void MaxPoolForward(int64_t n, const T* x, Geometry g, T* y, T* mask) {
+__global__ void MaxPoolForward(int64_t n, const T* x, PoolingGeometry g, T* y, T* mask) {
   CREMA_CUDA_KERNEL_LOOP(index, n) {
     const int pw = index % g.pooled_width;
     const int ph = (index / g.pooled_width) % g.pooled_height;
@@ -38,7 +38,7 @@ __global__ void MaxPoolForward(int64_t n, const T* x, Geometry g, T* y, T* mask)
 
 // The window size counts the padding (clipped to size + pad), as Caffe.
 template <typename T>
-__global__ void AvePoolForward(int64_t n, const T* x, Geometry g, T* y) {
+__global__ void AvePoolForward(int64_t n, const T* x, PoolingGeometry g, T* y) {
   CREMA_CUDA_KERNEL_LOOP(index, n) {
     const int pw = index % g.pooled_width;
     const int ph = (index / g.pooled_width) % g.pooled_height;
@@ -70,7 +70,7 @@ __device__ void CoveringRange(int pos, int pad, int kernel, int stride, int pool
 
 // Gather per bottom cell (no atomics, deterministic); sums in increasing output order.
 template <typename T>
-__global__ void MaxPoolBackward(int64_t n, const T* dy, const T* mask, Geometry g, T* dx) {
+__global__ void MaxPoolBackward(int64_t n, const T* dy, const T* mask, PoolingGeometry g, T* dx) {
   CREMA_CUDA_KERNEL_LOOP(index, n) {
     const int w = index % g.width;
     const int h = (index / g.width) % g.height;
@@ -91,7 +91,7 @@ __global__ void MaxPoolBackward(int64_t n, const T* dy, const T* mask, Geometry 
 }
 
 template <typename T>
-__global__ void AvePoolBackward(int64_t n, const T* dy, Geometry g, T* dx) {
+__global__ void AvePoolBackward(int64_t n, const T* dy, PoolingGeometry g, T* dx) {
   CREMA_CUDA_KERNEL_LOOP(index, n) {
     const int w = index % g.width;
     const int h = (index / g.width) % g.height;
@@ -121,7 +121,7 @@ void PoolingLayer::ForwardGpu(const BlobVec& bottom, const BlobVec& top) {
     ForwardCpu(bottom, top);
     return;
   }
-  const Geometry g{channels_,  height_,   width_,    pooled_height_, pooled_width_, kernel_h_,
+  const PoolingGeometry g{channels_,  height_,   width_,    pooled_height_, pooled_width_, kernel_h_,
                    kernel_w_,  stride_h_, stride_w_, pad_h_,         pad_w_};
   const int64_t n = top[0]->count();
   if (n == 0) return;
@@ -152,7 +152,7 @@ void PoolingLayer::BackwardGpu(const BlobVec& top, const std::vector<bool>& prop
     BackwardCpu(top, propagate_down, bottom);
     return;
   }
-  const Geometry g{channels_,  height_,   width_,    pooled_height_, pooled_width_, kernel_h_,
+  const PoolingGeometry g{channels_,  height_,   width_,    pooled_height_, pooled_width_, kernel_h_,
                    kernel_w_,  stride_h_, stride_w_, pad_h_,         pad_w_};
   const int64_t n = bottom[0]->count();
   if (n == 0) return;

@@ -123,7 +123,10 @@ std::string ErrorOf(const std::function<void()>& f);
 // popen("gzip -dc")), and damaged compressed data is an error naming the file.
 TEST(ConvertMnistTest, GzipIsReadWithZlib) {
   const std::string dir = testing::TempDir();
-  const auto [images, labels] = MakeIdx(dir, 7);
+  // Named references, not a structured binding: C++17 lambdas cannot capture those.
+  const auto idx = MakeIdx(dir, 7);
+  const std::string& images = idx.first;
+  const std::string& labels = idx.second;
   // images.gz, and the same bytes as two gzip members one after the other (one stream to zlib).
   std::string raw;
   {
@@ -180,7 +183,10 @@ std::string ErrorOf(const std::function<void()>& f) {
 
 TEST(ConvertMnistTest, Errors) {
   const std::string dir = testing::TempDir();
-  const auto [images, labels] = MakeIdx(dir, 5);
+  // Named references, not a structured binding: C++17 lambdas cannot capture those.
+  const auto idx = MakeIdx(dir, 5);
+  const std::string& images = idx.first;
+  const std::string& labels = idx.second;
   // Swapped arguments: the magic number names the file.
   std::string e = ErrorOf([&] { ConvertMnist(labels, images, dir + "/db1"); });
   EXPECT_EQ(e.rfind("config: '" + labels + "' is not an MNIST image file", 0), 0u) << e;
