@@ -3,6 +3,8 @@
 // headers nearly every source includes, and crema.pb.h (about 50,000 lines) with them, are
 // parsed once per target instead of once per file. Sources still include what they use; a
 // -DCREMA_PCH=OFF build checks that.
+#include <glog/logging.h>
+
 #include <algorithm>
 #include <cmath>
 #include <cstdint>
@@ -17,8 +19,6 @@
 #include <string>
 #include <utility>
 #include <vector>
-
-#include <glog/logging.h>
 
 #include "crema/blob.hpp"
 #include "crema/error.hpp"

@@ -57,7 +57,7 @@ __global__ void ClassAccuracy(AccuracyGeometry g, const T* label, const double* 
 
 void AccuracyLayer::ForwardGpu(const BlobVec& bottom, const BlobVec& top) {
   const AccuracyGeometry g{outer_num_ * inner_num_, inner_num_,   bottom[0]->shape(axis_), top_k_,
-                   has_ignore_label_,       ignore_label_};
+                           has_ignore_label_,       ignore_label_};
   double* correct = correct_.mutable_gpu_data<double>();
   double* counted = counted_.mutable_gpu_data<double>();
   double* sums = sums_.mutable_gpu_data<double>();

@@ -15,8 +15,8 @@ namespace crema {
 namespace {
 
 CudnnConvGeometry ConvGeometry(const Blob& bottom, const Blob& top, const Blob& weight,
-                           const std::vector<int>& pad, const std::vector<int>& stride,
-                           const std::vector<int>& dilation, int group) {
+                               const std::vector<int>& pad, const std::vector<int>& stride,
+                               const std::vector<int>& dilation, int group) {
   CudnnConvGeometry g;
   g.input = bottom.shape();
   g.output = top.shape();
@@ -121,7 +121,8 @@ void ConvolutionLayer::ForwardGpu(const BlobVec& bottom, const BlobVec& top) {
     for (size_t i = 0; i < bottom.size(); ++i) {
       const T* x = bottom[i]->gpu_data<T>();
       T* y = top[i]->mutable_gpu_data<T>();
-      cudnn_->Prepare(ConvGeometry(*bottom[i], *top[i], *blobs_[0], pad_, stride_, dilation_, group_));
+      cudnn_->Prepare(
+          ConvGeometry(*bottom[i], *top[i], *blobs_[0], pad_, stride_, dilation_, group_));
       const auto run = [&](bool direct) {
         if (direct) {
           DepthwiseConvForwardGpu<T>(depthwise, x, weight, bias, y, fused_relu(), slope);
@@ -151,7 +152,8 @@ void ConvolutionLayer::BackwardGpu(const BlobVec& top, const std::vector<bool>& 
     for (size_t i = 0; i < top.size(); ++i) {
       const T* top_diff = top[i]->gpu_diff<T>();
       const T* x = bottom[i]->gpu_data<T>();
-      cudnn_->Prepare(ConvGeometry(*bottom[i], *top[i], *blobs_[0], pad_, stride_, dilation_, group_));
+      cudnn_->Prepare(
+          ConvGeometry(*bottom[i], *top[i], *blobs_[0], pad_, stride_, dilation_, group_));
       if (bias_down)
         gpu::ReduceByAxis<T>(num_, num_output_, out_spatial_dim_, top_diff, nullptr, true,
                              blobs_[1]->mutable_gpu_diff<T>());

@@ -14,8 +14,8 @@ namespace {
 //   deconv backward-data  = conv forward (x = top diff, y = bottom diff),
 //   deconv weight grad    = conv backward-filter (x = top diff, dy = bottom).
 CudnnConvGeometry DeconvGeometry(const Blob& bottom, const Blob& top, const Blob& weight,
-                           const std::vector<int>& pad, const std::vector<int>& stride,
-                           const std::vector<int>& dilation, int group) {
+                                 const std::vector<int>& pad, const std::vector<int>& stride,
+                                 const std::vector<int>& dilation, int group) {
   CudnnConvGeometry g;
   g.input = top.shape();
   g.output = bottom.shape();
@@ -42,7 +42,8 @@ void DeconvolutionLayer::ForwardGpu(const BlobVec& bottom, const BlobVec& top) {
   CREMA_DISPATCH_FLOAT(dtype(), T, {
     const T* weight = blobs_[0]->gpu_data<T>();
     for (size_t i = 0; i < bottom.size(); ++i) {
-      cudnn_->Prepare(DeconvGeometry(*bottom[i], *top[i], *blobs_[0], pad_, stride_, dilation_, group_));
+      cudnn_->Prepare(
+          DeconvGeometry(*bottom[i], *top[i], *blobs_[0], pad_, stride_, dilation_, group_));
       T* top_data = top[i]->mutable_gpu_data<T>();
       cudnn_->BackwardData(bottom[i]->gpu_data<T>(), weight, top_data);
       if (bias_term_)
@@ -68,7 +69,8 @@ void DeconvolutionLayer::BackwardGpu(const BlobVec& top, const std::vector<bool>
         gpu::ReduceByAxis<T>(num_, num_output_, out_spatial_dim_, top_diff, nullptr, true,
                              blobs_[1]->mutable_gpu_diff<T>());
       if (!weight_down && !propagate_down[i]) continue;
-      cudnn_->Prepare(DeconvGeometry(*bottom[i], *top[i], *blobs_[0], pad_, stride_, dilation_, group_));
+      cudnn_->Prepare(
+          DeconvGeometry(*bottom[i], *top[i], *blobs_[0], pad_, stride_, dilation_, group_));
       // The weight gradient accumulates (beta = 1 in CudnnConvolution::BackwardFilter).
       if (weight_down)
         cudnn_->BackwardFilter(top_diff, bottom[i]->gpu_data<T>(),

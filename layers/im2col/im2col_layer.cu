@@ -67,8 +67,8 @@ __global__ void Col2imKernel(int64_t n, ColGeometry g, const T* col, T* image) {
 }
 
 ColGeometry Im2colGeometry(const Blob& bottom, const Blob& top, int channel_axis,
-                     const std::vector<int>& kernel, const std::vector<int>& stride,
-                     const std::vector<int>& pad, const std::vector<int>& dilation) {
+                           const std::vector<int>& kernel, const std::vector<int>& stride,
+                           const std::vector<int>& pad, const std::vector<int>& dilation) {
   ColGeometry g;
   g.axes = static_cast<int>(kernel.size());
   g.channels = bottom.shape(channel_axis);

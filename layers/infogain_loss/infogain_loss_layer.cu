@@ -17,8 +17,8 @@ struct InfogainGeometry {
 // One thread per item (n, inner): -sum_k H[l, k] log(max(p_k, 1e-20)) in double, and whether
 // it counts; a label outside [0, C) that is not ignored raises *bad.
 template <typename T>
-__global__ void InfogainItemLosses(InfogainGeometry g, const T* prob, const T* label, const T* infogain,
-                           double* loss, double* counts, double* bad) {
+__global__ void InfogainItemLosses(InfogainGeometry g, const T* prob, const T* label,
+                                   const T* infogain, double* loss, double* counts, double* bad) {
   CREMA_CUDA_KERNEL_LOOP(index, g.items) {
     const int l = LabelIndex(label[index]);
     loss[index] = 0;
@@ -50,8 +50,8 @@ __global__ void RowSums(int num_labels, const T* infogain, T* row_sums) {
 
 // One thread per item: dx_k = p_k * rowsum(H[l]) - H[l, k] (unscaled), zero for ignored items.
 template <typename T>
-__global__ void InfogainItemGradients(InfogainGeometry g, const T* prob, const T* label, const T* infogain,
-                              const T* row_sums, T* dx, double* counts) {
+__global__ void InfogainItemGradients(InfogainGeometry g, const T* prob, const T* label,
+                                      const T* infogain, const T* row_sums, T* dx, double* counts) {
   CREMA_CUDA_KERNEL_LOOP(index, g.items) {
     const int l = LabelIndex(label[index]);
     const int64_t first = (index / g.inner) * g.num_labels * g.inner + index % g.inner;
@@ -70,7 +70,7 @@ void InfogainLossLayer::ForwardGpu(const BlobVec& bottom, const BlobVec& top) {
   softmax_bottom_ = {bottom[0]};
   softmax_layer_->Forward(softmax_bottom_, softmax_top_);
   const InfogainGeometry g{outer_num_ * inner_num_, inner_num_, num_labels_, has_ignore_label_,
-                   ignore_label_};
+                           ignore_label_};
   double* loss = losses_.mutable_gpu_data<double>();
   double* counts = counts_.mutable_gpu_data<double>();
   double* sums = sums_.mutable_gpu_data<double>();
@@ -99,7 +99,7 @@ void InfogainLossLayer::BackwardGpu(const BlobVec& top, const std::vector<bool>&
                                     const BlobVec& bottom) {
   if (!WantsGradient(propagate_down)) return;
   const InfogainGeometry g{outer_num_ * inner_num_, inner_num_, num_labels_, has_ignore_label_,
-                   ignore_label_};
+                           ignore_label_};
   double* counts = counts_.mutable_gpu_data<double>();
   double* sums = sums_.mutable_gpu_data<double>();
   CREMA_DISPATCH_FLOAT(bottom[0]->dtype(), T, {

@@ -41,7 +41,8 @@ __global__ void ChannelSums(NormalizeGeometry g, const T* a, const T* b, T init,
 }
 
 template <typename T>
-__global__ void NormalizeForward(NormalizeGeometry g, const T* x, const T* norm, const T* scale, T* y) {
+__global__ void NormalizeForward(NormalizeGeometry g, const T* x, const T* norm, const T* scale,
+                                 T* y) {
   CREMA_CUDA_KERNEL_LOOP(i, g.count) {
     y[i] = x[i] / norm[NormIndex(g, i)] * scale[ScaleIndex(g, i)];
   }

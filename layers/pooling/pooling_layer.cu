@@ -121,8 +121,8 @@ void PoolingLayer::ForwardGpu(const BlobVec& bottom, const BlobVec& top) {
     ForwardCpu(bottom, top);
     return;
   }
-  const PoolingGeometry g{channels_,  height_,   width_,    pooled_height_, pooled_width_, kernel_h_,
-                   kernel_w_,  stride_h_, stride_w_, pad_h_,         pad_w_};
+  const PoolingGeometry g{channels_, height_,   width_,    pooled_height_, pooled_width_, kernel_h_,
+                          kernel_w_, stride_h_, stride_w_, pad_h_,         pad_w_};
   const int64_t n = top[0]->count();
   if (n == 0) return;
   CREMA_DISPATCH_FLOAT(dtype(), T, {
@@ -152,8 +152,8 @@ void PoolingLayer::BackwardGpu(const BlobVec& top, const std::vector<bool>& prop
     BackwardCpu(top, propagate_down, bottom);
     return;
   }
-  const PoolingGeometry g{channels_,  height_,   width_,    pooled_height_, pooled_width_, kernel_h_,
-                   kernel_w_,  stride_h_, stride_w_, pad_h_,         pad_w_};
+  const PoolingGeometry g{channels_, height_,   width_,    pooled_height_, pooled_width_, kernel_h_,
+                          kernel_w_, stride_h_, stride_w_, pad_h_,         pad_w_};
   const int64_t n = bottom[0]->count();
   if (n == 0) return;
   CREMA_DISPATCH_FLOAT(dtype(), T, {
