@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # libFuzzer targets (fuzz/*_fuzzer.cpp), built with clang in the sanitizer build, build-asan/
-# (scripts/build_sanitized.sh: the library with -fsanitize=fuzzer-no-link,address,undefined,
-# CUDA and Python off; the sanitized unit tests are built there too).
+# (scripts/build_sanitized.sh: the library with libFuzzer's coverage, fuzz/README.md says where,
+# and -fsanitize=address,undefined; CUDA and Python off; the sanitized unit tests are built there
+# too).
 # Usage:
 #   scripts/fuzz.sh build              configure build-asan/ and build the targets and the seeder
 #   scripts/fuzz.sh smoke [SECONDS]    each target for SECONDS (default 20) from its seeds; exit 1
