@@ -119,7 +119,7 @@ case "${1:-}" in
     exec "$build_dir/fuzz/$t" "$@"
     ;;
   *)
-    sed -n '2,14p' "$0"
+    sed -n '2,15p' "$0"
     exit 2
     ;;
 esac
