@@ -50,16 +50,17 @@ if [ "$plain" = 1 ]; then
     ctest --test-dir "${CREMA_BUILD_DIR:-build}" --output-on-failure -j "$(nproc)" "$@"
 fi
 if [ "$sanitize" = 1 ]; then
+  san_dir="${CREMA_SANITIZE_BUILD_DIR:-build-asan}"  # as scripts/build_sanitized.sh
   step "build (build-asan/)" scripts/build_sanitized.sh
   asan="${ASAN_OPTIONS:-detect_leaks=1:check_initialization_order=1}"
   export UBSAN_OPTIONS="${UBSAN_OPTIONS:-halt_on_error=1:print_stacktrace=1}"
   # OpenMPI leaks at MPI_Finalize, from plugins it has already unloaded (no names to suppress):
   # the test that runs `mpirun crema train` runs without the leak check, every other check on.
   ASAN_OPTIONS="$asan" step "sanitized tests (build-asan/)" \
-    ctest --test-dir build-asan --output-on-failure -j "$(nproc)" -E '^mpi_train_test$' "$@"
+    ctest --test-dir "$san_dir" --output-on-failure -j "$(nproc)" -E '^mpi_train_test$' "$@"
   if [ $# -eq 0 ]; then
     ASAN_OPTIONS="$asan:detect_leaks=0" step "sanitized mpi_train_test" \
-      ctest --test-dir build-asan --output-on-failure -R '^mpi_train_test$'
+      ctest --test-dir "$san_dir" --output-on-failure -R '^mpi_train_test$'
   fi
 fi
 if [ "$fuzz" = 1 ]; then
