@@ -1,15 +1,18 @@
 #!/usr/bin/env python3
 """Writes the benchmark nets as crema/Caffe prototxts (plain Python 3, no packages).
 
-    python3 bench/nets.py OUTDIR [--cpu]
+    python3 bench/nets.py OUTDIR [--cpu | --small] [--batch NAME=B ...]
 
 AlexNet (batch 128), VGG-19, ResNet-50, MobileNet v1 and GoogLeNet (batch 64) for the GPU bench;
 LeNet (1x28x28), CIFAR-10 quick (3x32x32), CaffeNet (227) and SqueezeNet v1.1 (227) besides. With
---cpu the batch sizes are those of the CPU bench (CPU_BATCH). Each net is fed by a DummyData
-layer (3x224x224 unless said otherwise, and a label; constant, so that no time goes to generating
-inputs) and ends in SoftmaxWithLoss, with the layer structure of the published Caffe definitions.
-bench/torch_train.py builds the PyTorch equivalent of each file, so both frameworks run the same
-net.
+--cpu the batch sizes are those of the CPU bench (CPU_BATCH). With --small only the GPU bench's
+small-batch nets, at SMALL_BATCH: LeNet 64, CIFAR-10 quick 100, MobileNet v1 8, ResNet-50 8
+(whole-iteration CUDA graphs, bench/gpu_bench.sh). --batch NAME=B (repeatable, any mode) writes net
+NAME (a file name, without .prototxt) at batch B, besides or instead of the mode's. Each net is fed
+by a DummyData layer (3x224x224 unless said otherwise, and a label; constant, so that no time goes
+to generating inputs) and ends in SoftmaxWithLoss, with the layer structure of the published Caffe
+definitions. bench/torch_train.py builds the PyTorch equivalent of each file, so both frameworks
+run the same net.
 """
 import os
 import sys
@@ -230,17 +233,55 @@ CPU_BATCH = {"lenet": 64, "cifar10_quick": 100, "bvlc_reference_caffenet": 16, "
              "squeezenet_v1.1": 16, "mobilenet_v1": 16, "resnet50": 8}
 CPU_NETS = {"bvlc_googlenet": googlenet}
 
-if __name__ == "__main__":
-    args = [a for a in sys.argv[1:] if a != "--cpu"]
-    cpu = "--cpu" in sys.argv[1:]
-    if len(args) != 1:
-        sys.exit("usage: nets.py OUTDIR [--cpu]")
-    os.makedirs(args[0], exist_ok=True)
-    if cpu:
-        nets = {name: (lambda make=(NETS.get(name) or CPU_NETS[name]), b=b: make(b))
-                for name, b in CPU_BATCH.items()}
+# The GPU bench's small-batch rows (bench/gpu_bench.sh, CUDA graphs on and off).
+SMALL_BATCH = {"lenet": 64, "cifar10_quick": 100, "mobilenet_v1": 8, "resnet50": 8}
+
+
+def main(argv):
+    usage = "usage: nets.py OUTDIR [--cpu | --small] [--batch NAME=B ...]"
+    outdir, mode, batch = None, None, {}
+    i = 0
+    while i < len(argv):
+        a = argv[i]
+        if a in ("--cpu", "--small"):
+            if mode and mode != a:
+                sys.exit(f"nets.py: --cpu and --small exclude each other\n{usage}")
+            mode = a
+        elif a == "--batch" or a.startswith("--batch="):
+            if a == "--batch":
+                i += 1
+                if i == len(argv):
+                    sys.exit(f"nets.py: --batch needs NAME=B\n{usage}")
+                a = argv[i]
+            else:
+                a = a[len("--batch="):]
+            name, _, b = a.partition("=")
+            if name not in NETS and name not in CPU_NETS:
+                sys.exit(f"nets.py: --batch: unknown net \"{name}\" (known: "
+                         f"{', '.join(sorted(list(NETS) + list(CPU_NETS)))})")
+            if not b.isdigit() or int(b) < 1:
+                sys.exit(f"nets.py: --batch {a}: B must be a positive integer")
+            batch[name] = int(b)
+        elif a.startswith("-") or outdir is not None:
+            sys.exit(usage)
+        else:
+            outdir = a
+        i += 1
+    if outdir is None:
+        sys.exit(usage)
+    if mode == "--cpu":
+        sizes = dict(CPU_BATCH)
+    elif mode == "--small":
+        sizes = dict(SMALL_BATCH)
     else:
-        nets = NETS
-    for name, make in nets.items():
-        with open(os.path.join(args[0], name + ".prototxt"), "w") as f:
-            f.write(make().text())
+        sizes = {name: None for name in NETS}  # None: each net's default batch
+    sizes.update(batch)
+    os.makedirs(outdir, exist_ok=True)
+    for name, b in sizes.items():
+        make = NETS.get(name) or CPU_NETS[name]
+        with open(os.path.join(outdir, name + ".prototxt"), "w") as f:
+            f.write((make() if b is None else make(b)).text())
+
+
+if __name__ == "__main__":
+    main(sys.argv[1:])

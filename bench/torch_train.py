@@ -5,13 +5,19 @@ backward, SGD step) or inference passes (eval mode, forward only under torch.inf
 Uses the python3 that has PyTorch (on the GPU machine: the default python3; on the CPU machine:
 /usr/bin/python3, Debian's python3-torch).
 
-    python3 bench/torch_train.py NET.prototxt [--iterations N] [--math fp32|tf32]
+    python3 bench/torch_train.py NET.prototxt [--iterations N] [--math fp32|tf32] [--cuda-graph]
     python3 bench/torch_train.py NET.prototxt --device cpu --threads T [--mode train|test]
         [--iterations N] [--seconds S] [--warmup W]
 
 Prints one line: `torch <net> <math> ms_per_iter=<x> images_per_s=<y> peak_mib=<z>`; on the GPU
 peak_mib is the peak of PyTorch's CUDA allocator, on the CPU the peak resident set size of the
 process (run one case per process).
+
+--cuda-graph (GPU, training): the whole step (forward, loss, backward, SGD step) captured into one
+torch.cuda.CUDAGraph over static input and label tensors, as the PyTorch docs prescribe (warm-up
+iterations on a side stream, gradients set to None before capture so that backward allocates them
+from the graph's private pool), then timed as replays; the math tag reads e.g. `fp32+graph`, and
+peak_mib covers the capture and the replays (their allocations live in the graph's pool).
 """
 import argparse
 import re
@@ -155,6 +161,43 @@ class _Scale(nn.Module):
         return x * self.weight + self.bias
 
 
+def capture_train_step(model, opt, data, label, warmup):
+    """Captures forward + loss + backward + opt.step() into one CUDA graph (the recipe of the
+    torch.cuda.graph docs, "whole-network capture") and returns a function that replays it. data
+    and label are the static inputs; the loss and the gradients are the graph's static outputs.
+    Peak memory statistics are reset after the warm-up, so that the peak covers the capture."""
+    # Warm-up on a side stream: cudnn.benchmark picks its algorithms, the optimizer creates its
+    # momentum buffers, and nothing of that is captured.
+    side = torch.cuda.Stream()
+    side.wait_stream(torch.cuda.current_stream())
+    with torch.cuda.stream(side):
+        for _ in range(warmup):
+            opt.zero_grad(set_to_none=True)
+            model({"data": data, "label": label}).backward()
+            opt.step()
+    torch.cuda.current_stream().wait_stream(side)
+    torch.cuda.synchronize()
+    torch.cuda.reset_peak_memory_stats()
+    graph = torch.cuda.CUDAGraph()
+    # None gradients: the captured backward allocates them from the graph's pool and each replay
+    # writes them afresh (no zeroing kernel), as in the docs.
+    opt.zero_grad(set_to_none=True)
+    try:
+        with torch.cuda.graph(graph):
+            static_loss = model({"data": data, "label": label})
+            static_loss.backward()
+            opt.step()
+    except RuntimeError as e:
+        raise SystemExit(f"torch_train.py: CUDA graph capture failed: {e}")
+    torch.cuda.synchronize()
+
+    def replay():
+        graph.replay()  # writes static_loss, the gradients, the weights and the momentum
+
+    replay.static_loss = static_loss  # the graph's output, kept alive with it
+    return replay
+
+
 def main():
     ap = argparse.ArgumentParser()
     ap.add_argument("prototxt")
@@ -170,8 +213,20 @@ def main():
                     help="train: forward, backward, SGD step; test: eval-mode forward only")
     ap.add_argument("--momentum", type=float, default=0.0, help="SGD momentum")
     ap.add_argument("--weight_decay", type=float, default=0.0, help="SGD weight decay")
+    ap.add_argument("--cuda-graph", action="store_true",
+                    help="capture the whole training step into one CUDA graph and time its replays")
     args = ap.parse_args()
     cuda = args.device == "cuda"
+    if args.cuda_graph:
+        if not cuda:
+            raise SystemExit("torch_train.py: --cuda-graph needs --device cuda (CUDA graphs exist "
+                             "only on the GPU)")
+        if args.mode != "train":
+            raise SystemExit("torch_train.py: --cuda-graph captures a training step: it needs "
+                             "--mode train")
+        if not torch.cuda.is_available():
+            raise SystemExit("torch_train.py: --cuda-graph: no CUDA device "
+                             "(torch.cuda.is_available() is False)")
     if cuda:
         tf32 = args.math == "tf32"
         torch.backends.cuda.matmul.allow_tf32 = tf32
@@ -206,10 +261,12 @@ def main():
     else:
         step = train_step
     sync = torch.cuda.synchronize if cuda else (lambda: None)
+    if args.cuda_graph:
+        step = capture_train_step(model, opt, data, label, max(args.warmup, 3))
     for _ in range(args.warmup):
         step()
     sync()
-    if cuda:
+    if cuda and not args.cuda_graph:
         torch.cuda.reset_peak_memory_stats()
     done = 0
     start = time.perf_counter()
@@ -224,6 +281,8 @@ def main():
         peak = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024  # KiB on Linux
     name = first(net_def, "name", "net")
     tag = args.math if cuda else f"cpu-{args.mode}-{torch.get_num_threads()}t"
+    if args.cuda_graph:
+        tag += "+graph"
     print(f"torch {name} {tag} iterations={done} ms_per_iter={ms:.3f} "
           f"images_per_s={batch * 1000 / ms:.1f} peak_mib={peak:.0f}")
 

@@ -18,7 +18,9 @@
 #                            GPU cases' counts, failures, the times), bench.txt (the benchmark),
 #                            gpu.txt (the device) and logs.tar.gz (every log).
 #     CREMA_KIT_TESTS=REGEX runs only the matching test executables; CREMA_KIT_TESTS=none none.
-#     CREMA_BENCH_NETS="alexnet vgg19" limits the benchmark; CREMA_BENCH_NETS=none skips it.
+#     CREMA_BENCH_NETS="alexnet vgg19" limits the benchmark's big-batch table;
+#     CREMA_BENCH_NETS=none skips it. CREMA_BENCH_SMALL="lenet resnet50" limits its small-batch
+#     CUDA-graph rows; CREMA_BENCH_SMALL=none skips them (both none: no benchmark).
 #
 # With the device tool: run `scripts/gpu.sh bundle` here, then `bash scripts/gpu.sh run` there
 # with carry [".gpu"].
@@ -45,9 +47,11 @@ bundle() {
   mkdir -p "$stage/build-gpu/tests" "$stage/lib"
   cp build-gpu/crema "$stage/build-gpu/"
   cp -P build-gpu/libcrema.so* build-gpu/libcrema_example_plugin.so "$stage/build-gpu/"
-  # The test executables ctest knows (not stale ones of an earlier configuration).
+  # The test executables ctest knows (not stale ones of an earlier configuration), but for
+  # install_test, which installs from the build tree (cmake --install) that the kit does not carry.
   local name
-  for name in $(ctest --test-dir build-gpu -N | sed -n 's/^ *Test *#[0-9]*: //p'); do
+  for name in $(ctest --test-dir build-gpu -N | sed -n 's/^ *Test *#[0-9]*: //p' |
+    grep -v -x install_test); do
     cp "build-gpu/tests/$name" "$stage/build-gpu/tests/"
   done
   # Shared libraries outside the C and C++ runtimes and the CUDA libraries the GPU machine
@@ -131,7 +135,10 @@ run() {
     # Packed now too, so that the tests' logs come back even if the benchmark runs out of time.
     tar -C "$logs" -czf "$out/logs.tar.gz" .
   fi
-  if [ -x bench/gpu_bench.sh ] && [ "${CREMA_BENCH_NETS:-}" != none ]; then
+  if [ -x bench/gpu_bench.sh ] &&
+    { [ "${CREMA_BENCH_NETS:-}" != none ] || [ "${CREMA_BENCH_SMALL:-}" != none ]; }; then
+    # CREMA_BENCH_NETS=none reaches gpu_bench.sh as its argument `none` (no big-batch table);
+    # CREMA_BENCH_SMALL and BENCH_SMALL_ITERATIONS through the environment.
     # shellcheck disable=SC2086
     CREMA="$home/build-gpu/crema" CREMA_BENCH_LOGS="$logs/bench" \
       BENCH_ITERATIONS="${BENCH_ITERATIONS:-15}" bench/gpu_bench.sh ${CREMA_BENCH_NETS:-} |

@@ -37,6 +37,12 @@ DEFINE_bool(check_nan, false,
             "train, test: after every layer's forward and backward, check its outputs and "
             "gradients; stop at the first NaN or infinity, naming the layer, the blob and the "
             "iteration (slower: one pass over every blob).");
+DEFINE_bool(cuda_graph, true,
+            "train, time, test: on a GPU, capture the iteration after the data layers (forward, "
+            "backward and plain SGD's update) into one CUDA graph once it runs without allocating, "
+            "and replay it every iteration (one launch instead of one per kernel; same values). "
+            "A net with a layer that cannot be captured runs uncaptured and says which. "
+            "--cuda-graph=false runs every iteration uncaptured.");
 DEFINE_int32(iterations, 50, "The number of iterations (batches) to run.");
 DEFINE_string(phase, "", "Network phase: TRAIN or TEST.");
 DEFINE_string(stage, "", "Network stages, separated by commas (NetState.stage).");

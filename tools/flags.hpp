@@ -25,6 +25,7 @@ DECLARE_bool(json);
 DECLARE_string(output_dir);
 DECLARE_string(out);
 DECLARE_bool(check_nan);
+DECLARE_bool(cuda_graph);
 DECLARE_string(backend);
 DECLARE_string(set);
 DECLARE_string(progress);

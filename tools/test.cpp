@@ -9,6 +9,7 @@
 
 #include "crema/net.hpp"
 #include "flags.hpp"
+#include "net/iteration_graph.hpp"
 #include "net/output_means.hpp"
 #include "net/weights_match.hpp"
 #include "verb.hpp"
@@ -34,9 +35,12 @@ int RunTest(const std::vector<std::string>& args) {
   // batches are counted instead (OutputMeans).
   OutputMeans means;
   double loss = 0;
+  // On a GPU, the pass after the data layers is replayed as a CUDA graph where it can be.
+  IterationGraph graph(net.get(), FLAGS_cuda_graph);
+  const int start = net->num_input_layers();
   for (int i = 0; i < FLAGS_iterations; ++i) {
     try {
-      loss += net->Forward();
+      loss += graph.Run([&] { net->ForwardFrom(start); });
     } catch (const NonFiniteError& e) {
       CREMA_THROW_RUNTIME(e.what(), " at iteration ", i);
     }
@@ -87,5 +91,6 @@ CREMA_REGISTER_VERB(test, "test", "score a trained net: average its outputs over
                     "mean: it is printed as `name: not averaged, its size varies between batches "
                     "(MIN to MAX values per batch, ...)`, its values logged batch by batch.",
                     {"memory_plan", "fold_bn", "model", "weights", "iterations", "gpu", "math",
-                     "cudnn_workspace_mb", "deterministic", "check_nan", "phase", "stage", "level"},
+                     "cudnn_workspace_mb", "deterministic", "check_nan", "cuda_graph", "phase",
+                     "stage", "level"},
                     &crema::cli::RunTest);

@@ -7,6 +7,7 @@
 #include <chrono>
 #include <cstdio>
 #include <map>
+#include <memory>
 #include <string>
 #include <vector>
 
@@ -19,6 +20,7 @@
 #include "math/blas_setup.hpp"
 #include "math/dnnl_engine.hpp"
 #include "math/math.hpp"
+#include "net/iteration_graph.hpp"
 #include "verb.hpp"
 
 DEFINE_double(seconds, 0,
@@ -116,6 +118,7 @@ std::unique_ptr<Solver> TimingSolver(const Device& device) {
   options.device = device;
   options.source = source;
   options.train_net_memory_plan = MemoryPlanFromFlag(MemoryPlan::kTraining);
+  options.cuda_graph = FLAGS_cuda_graph;
   return Solver::Create(param, options);
 #endif
 }
@@ -284,30 +287,76 @@ int RunTime(const std::vector<std::string>& args) {
   // Whole iterations as training or inference runs them: no waits between layers. Training
   // includes the update: the solver's (lr, momentum, weight decay) with --solver, else the
   // plain data -= diff; the host reads the loss once per iteration, as the solver does.
+  // On a GPU the iteration after the data layers runs as one CUDA graph where it can
+  // (net/iteration_graph.hpp): timed uncaptured first, then captured, side by side.
+  const int start = net->num_input_layers();
+  auto graph = std::make_unique<IterationGraph>(net, FLAGS_cuda_graph);
   const auto run_once = [&] {
     if (solver) {
 #ifndef CREMA_INFERENCE_ONLY  // no solver there (TimingSolver refuses --solver)
       solver->Step(1);
 #endif
-    } else if (train) {
-      net->ClearParamDiffs();
-      net->Forward();
-      net->Backward();
-      net->Update();
-    } else {
-      net->Forward();
+      return;
     }
+    graph->Run([&] {
+      if (train) net->ClearParamDiffs();
+      net->ForwardFrom(start);
+      if (!train) return;
+      net->BackwardTo(start);
+      net->Update();
+    });
   };
+  // With --solver the solver's own graph (no solver in an inference-only build).
+  const auto set_graph = [&](bool on) {
+#ifndef CREMA_INFERENCE_ONLY
+    if (solver) solver->set_cuda_graph(on);
+#endif
+    graph = std::make_unique<IterationGraph>(net, on);
+  };
+  const auto replayed = [&] {
+#ifndef CREMA_INFERENCE_ONLY
+    if (solver) return solver->graph_replayed();
+#endif
+    return graph->replayed();
+  };
+  const auto graph_reason = [&] {
+#ifndef CREMA_INFERENCE_ONLY
+    if (solver) return solver->graph_reason();
+#endif
+    return graph->reason();
+  };
+  // Average ms of whole iterations: at least --iterations, and --seconds.
   int whole = 0;
+  const auto time_whole = [&] {
+    whole = 0;
+    const Clock::time_point whole_start = Clock::now();
+    while (whole < FLAGS_iterations || MsSince(whole_start) < FLAGS_seconds * 1000) {
+      run_once();
+      ++whole;
+      if (device.is_cuda() && whole >= FLAGS_iterations) sync.Wait();
+    }
+    sync.Wait();
+    return MsSince(whole_start) / whole;
+  };
   const PrefetchWait wait_before = TotalPrefetchWait();
-  const Clock::time_point whole_start = Clock::now();
-  while (whole < FLAGS_iterations || MsSince(whole_start) < FLAGS_seconds * 1000) {
-    run_once();
-    ++whole;
-    if (device.is_cuda() && whole >= FLAGS_iterations) sync.Wait();
+  double uncaptured_ms = 0, captured_ms = 0;
+  std::string reason;
+  if (device.is_cuda() && FLAGS_cuda_graph) {
+    set_graph(false);
+    uncaptured_ms = time_whole();
+    set_graph(true);
+    // Warm-up: an iteration without allocations, then the capture.
+    for (int i = 0; i < 3 && !replayed(); ++i) run_once();
+    sync.Wait();
+    if (replayed())
+      captured_ms = time_whole();
+    else
+      reason = graph_reason();
+  } else {
+    uncaptured_ms = time_whole();
+    reason = device.is_cuda() ? "--cuda-graph=false" : "";
   }
-  sync.Wait();
-  const double whole_ms = MsSince(whole_start) / whole;
+  const double whole_ms = captured_ms > 0 ? captured_ms : uncaptured_ms;
   const int batch = BatchSize(*net);
   if (!train)
     std::printf("Average inference pass (forward) over %d iterations: %.5f ms", whole, whole_ms);
@@ -323,6 +372,11 @@ int RunTime(const std::vector<std::string>& args) {
         whole, whole_ms);
   if (batch > 0) std::printf(" = %.1f images/s (batch %d)", batch * 1000.0 / whole_ms, batch);
   std::printf(".\n");
+  if (device.is_cuda() && captured_ms > 0)
+    std::printf("CUDA graph: captured %.5f ms, uncaptured %.5f ms per iteration (%.2fx).\n",
+                captured_ms, uncaptured_ms, uncaptured_ms / captured_ms);
+  else if (device.is_cuda())
+    std::printf("CUDA graph: off (%s).\n", reason.c_str());
   if (iteration_flops > 0) {
     // Efficiency against what this machine's BLAS reaches on a large square product with the
     // same threads.
@@ -369,8 +423,10 @@ CREMA_REGISTER_VERB(
     "seconds with --seconds) without those waits and prints images/s: in phase TRAIN a "
     "training iteration (forward, backward and the update: the solver's with --solver, with "
     "its lr, momentum and weight decay; else data -= diff), in phase TEST an inference pass "
-    "(forward only). Last come the CPU threads (--threads, else OMP_NUM_THREADS, sets both "
+    "(forward only). On a GPU those iterations are timed uncaptured and then replayed as one "
+    "CUDA graph (--cuda-graph), and both times are printed, or why the net cannot be captured. "
+    "Last come the CPU threads (--threads, else OMP_NUM_THREADS, sets both "
     "crema's and OpenBLAS's) and the peak resident memory of the process.",
     {"memory_plan", "fold_bn", "model", "solver", "iterations", "seconds", "threads", "gpu", "math",
-     "cudnn_workspace_mb", "deterministic", "phase", "stage", "level"},
+     "cudnn_workspace_mb", "deterministic", "cuda_graph", "phase", "stage", "level"},
     &crema::cli::RunTime);

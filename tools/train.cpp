@@ -246,6 +246,7 @@ int TrainOnThisRank() {
     CREMA_THROW_CONFIG("--allreduce_bucket_mb must be > 0, got ", FLAGS_allreduce_bucket_mb);
   options.allreduce_bucket_bytes = static_cast<size_t>(FLAGS_allreduce_bucket_mb * (1 << 20));
   options.overlap_allreduce = FLAGS_overlap_allreduce;
+  options.cuda_graph = FLAGS_cuda_graph;
   options.source = source;
   options.train_net_memory_plan = MemoryPlanFromFlag(MemoryPlan::kTraining);
   options.test_net_memory_plan = MemoryPlanFromFlag(MemoryPlan::kInference);
@@ -399,6 +400,7 @@ CREMA_REGISTER_VERB(
      "cudnn_workspace_mb",
      "deterministic",
      "check_nan",
+     "cuda_graph",
      "scale_lr_by_world",
      "allreduce_bucket_mb",
      "overlap_allreduce",

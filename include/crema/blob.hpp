@@ -69,6 +69,11 @@ class SyncedMemory {
   void set_cpu_data(void* data);
   Head head() const { return head_; }
   size_t size() const { return size_; }
+  // Around a CUDA graph replay (net/iteration_graph.hpp), which reads and writes the device copy
+  // behind the head's back: before it, a newer host copy goes to the device; after it, the device
+  // copy is the newer one.
+  void PushToDevice();
+  void DeviceWritten();
 
   // A view of `size` bytes at `offset` into `arena` (which the view keeps alive): its host and
   // device memory are the arena's, allocated on first need, while the view has a head of its own

@@ -31,7 +31,9 @@ class Layer {
   // Shapes the tops (and internal buffers) from the bottoms; called whenever inputs change.
   virtual void Reshape(const BlobVec& bottom, const BlobVec& top) = 0;
 
-  // Runs the layer on its device; returns the weighted loss of its loss tops.
+  // Runs the layer on its device; returns the weighted loss of its loss tops. While a CUDA graph
+  // is captured (gpu::Capturing) it returns 0 and leaves out CheckForward: the net reads the
+  // loss (WeightedLoss) and runs the checks after the replay.
   double Forward(const BlobVec& bottom, const BlobVec& top);
   void Backward(const BlobVec& top, const std::vector<bool>& propagate_down, const BlobVec& bottom);
 
@@ -70,6 +72,16 @@ class Layer {
   virtual bool AllowsInPlace() const { return false; }
   // Whether ForwardGpu/BackwardGpu are real kernels (otherwise they run the CPU code).
   virtual bool HasGpuKernels() const { return false; }
+  // Whether ForwardGpu/BackwardGpu may be captured into a CUDA graph and replayed
+  // (net/iteration_graph.hpp): no host synchronisation or host reads of device values (those go
+  // to CheckForward), no allocation once the shapes are set, and kernel arguments that do not
+  // change between iterations of the same shapes (no per-iteration seeds or counters).
+  virtual bool SupportsGraphCapture() const { return false; }
+  // The weighted loss of the loss tops as the last Forward left them (reads the device).
+  double WeightedLoss(const BlobVec& top) const;
+  // Host checks of what the last Forward computed on the device (a label out of range, say),
+  // run after it: by Forward, or by the net after a graph replay. RuntimeError or ConfigError.
+  virtual void CheckForward(const BlobVec& bottom, const BlobVec& top) {}
   // Layers that choose a CPU engine per input shape and direction (Convolution, Pooling and
   // InnerProduct, math/dnnl_engine.hpp): that choice, keyed by "forward"/"backward" and
   // bottom[0]'s shape; null for the others. The net decides it before training

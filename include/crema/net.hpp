@@ -2,6 +2,7 @@
 // Net: a DAG of layers built from a NetParameter with Caffe's semantics — NetState filtering,
 // automatic Split layers for blobs consumed more than once, in-place layers, parameter sharing
 // by ParamSpec name, loss weights, and inference of which layers need backward.
+#include <cstdint>
 #include <functional>
 #include <map>
 #include <memory>
@@ -115,6 +116,26 @@ class Net {
     Backward();
     return loss;
   }
+  // CUDA graphs (src/net/iteration_graph.hpp). The layers before the first one with a bottom
+  // (the data layers) fill their tops on the host side: they run before a replay, uncaptured.
+  int num_input_layers() const;
+  // "" when layers num_input_layers().. may be captured into a graph and replayed; else why not,
+  // naming the first layer that prevents it.
+  std::string GraphCaptureBlocker() const;
+  // The blobs' and params' memory and shapes: a graph is valid only while this is unchanged.
+  std::vector<uintptr_t> GraphSignature() const;
+  // Around a replay of layers `start`..: before, host-side changes of blobs and params go to the
+  // device; after, the device copies are marked current and each layer's CheckForward runs.
+  void BeforeGraphReplay();
+  void AfterGraphReplay(int start);
+  // The weighted loss of the loss layers `start`..`end` as their last Forward left it.
+  double WeightedLoss(int start, int end) const;
+  // The whole net's weighted loss computed on the device into `*out` (device memory, GPU nets):
+  // what a captured update reads to skip itself on a non-finite loss.
+  void DeviceWeightedLoss(double* out) const;
+  // The layer whose Forward or Backward runs now, -1 outside a pass (names what broke a capture).
+  int running_layer() const { return running_layer_; }
+
   // Re-runs every layer's Reshape (after an input blob changed shape), then the memory plan.
   void Reshape();
   // Plans the activation memory (kOff gives every blob its own again); the blobs named in
@@ -302,6 +323,7 @@ class Net {
   std::vector<bool> has_params_decay_;
   bool debug_info_ = false;
   bool check_finite_ = false;
+  int running_layer_ = -1;
   MemoryPlan memory_plan_ = MemoryPlan::kOff;
   std::vector<std::string> keep_blobs_;
   bool memory_plan_in_place_ = true;

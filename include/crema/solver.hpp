@@ -36,8 +36,12 @@ struct SolverOptions {
   // this many bytes, overlapped with backward when `overlap_allreduce`.
   size_t allreduce_bucket_bytes = size_t{25} << 20;
   bool overlap_allreduce = true;
+  // On a GPU, capture the training iteration into a CUDA graph and replay it where that is legal
+  // (src/net/iteration_graph.hpp); crema --cuda-graph.
+  bool cuda_graph = true;
 };
 
+class IterationGraph;
 class ProgressLine;
 class TrainingLog;
 namespace dist {
@@ -90,12 +94,27 @@ class Solver {
   // Learning rate for the current iteration under the lr_policy.
   double GetLearningRate() const;
 
+  // CUDA graphs of the training iteration (on a GPU; SolverOptions::cuda_graph): whether the
+  // last iteration replayed one, and why not ("" when it did or is about to).
+  bool graph_replayed() const;
+  std::string graph_reason() const;
+  // Turns the graphs on or off from the next iteration (a new graph is captured when on).
+  void set_cuda_graph(bool on);
+
   void set_action_function(ActionFunction f) { action_function_ = std::move(f); }
   void add_iteration_callback(IterationCallback f) { iteration_callbacks_.push_back(std::move(f)); }
 
  protected:
   // Turns the accumulated diffs into updates and applies them (lr, momentum, decay, clipping).
   virtual void ApplyUpdate() = 0;
+  // The same update in two parts, for CUDA graphs (src/net/iteration_graph.hpp): the host's work
+  // (the learning rate and its log line, the rate into device memory), then the device's, which
+  // a graph may capture and replay when UpdateCapturable() says so. ApplyUpdate does both.
+  // With `guard_nonfinite`, UpdateParams leaves the weights and history as they are when the
+  // net's loss is not finite (stop_on_nonfinite_loss, read on the device).
+  virtual bool UpdateCapturable() const { return false; }
+  virtual void PrepareUpdate() {}
+  virtual void UpdateParams(bool guard_nonfinite) {}
   virtual void SnapshotSolverState(const std::string& model_filename) = 0;
   virtual void RestoreSolverStateFromBinaryProto(const std::string& state_file) = 0;
   virtual void RestoreSolverStateFromHDF5(const std::string& state_file) = 0;
@@ -176,6 +195,10 @@ class Solver {
   std::unique_ptr<dist::GradientReducer> reducer_;
   // Whether the nets' CPU engines were decided (at the first Step).
   bool cpu_engines_prepared_ = false;
+  // The train net's iteration as a CUDA graph (GPU nets).
+  std::unique_ptr<IterationGraph> graph_;
+  // One forward/backward pass (and, when captured, the update): the iteration's loss.
+  double ForwardBackwardPass(bool last_pass, bool* updated);
 };
 
 class SolverRegistry {

@@ -92,6 +92,10 @@ class BatchNormLayer final : public Layer {
   // GPU: per channel, in double: mean, 1 / sqrt(var + eps), mean(dy), mean(dy * y).
   Blob stats_gpu_{DataType::kFloat64};
 
+ public:
+  // Its GPU path launches on the stream only, with the same arguments every iteration.
+  bool SupportsGraphCapture() const override { return true; }
+
   CREMA_LAYER_GPU_KERNELS;
 };
 

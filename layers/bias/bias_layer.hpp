@@ -42,6 +42,10 @@ class BiasLayer final : public Layer {
   int64_t bias_dim_ = 0;
   int64_t inner_dim_ = 0;
 
+ public:
+  // Its GPU path launches on the stream only, with the same arguments every iteration.
+  bool SupportsGraphCapture() const override { return true; }
+
   CREMA_LAYER_GPU_KERNELS;
 };
 

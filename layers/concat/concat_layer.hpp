@@ -34,6 +34,10 @@ class ConcatLayer final : public Layer {
   int64_t num_concats_ = 0;        // product of the axes before the concat axis
   int64_t concat_input_size_ = 0;  // product of the axes after it
 
+ public:
+  // Its GPU path launches on the stream only, with the same arguments every iteration.
+  bool SupportsGraphCapture() const override { return true; }
+
   CREMA_LAYER_GPU_KERNELS;
 };
 

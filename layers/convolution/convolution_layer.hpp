@@ -61,7 +61,13 @@ class ConvolutionLayer : public BaseConvolutionLayer {
   // The cuDNN engine (cudnn_convolution.hpp), created on the first GPU pass.
   std::shared_ptr<CudnnConvolution> cudnn_;
   bool CudnnFits() const;
+
+ public:
+  // cuDNN or crema's depthwise kernels, chosen in the first passes; geometries cuDNN does not take
+  // run on the CPU.
+  bool SupportsGraphCapture() const override { return CudnnFits(); }
 #endif
+
   CREMA_LAYER_GPU_KERNELS;
 };
 

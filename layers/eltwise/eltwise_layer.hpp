@@ -44,6 +44,10 @@ class EltwiseLayer final : public Layer {
   // GPU MAX: the bottom that won, per element, as exact small integers in the element type.
   Blob max_idx_gpu_;
 
+ public:
+  // Its GPU path launches on the stream only, with the same arguments every iteration.
+  bool SupportsGraphCapture() const override { return true; }
+
   CREMA_LAYER_GPU_KERNELS;
 };
 

@@ -21,6 +21,10 @@ class FlattenLayer final : public Layer {
   void ForwardCpu(const BlobVec& bottom, const BlobVec& top) override;
   void BackwardCpu(const BlobVec& top, const std::vector<bool>& propagate_down,
                    const BlobVec& bottom) override;
+
+ public:
+  // Forward and Backward only share memory (on the host, no kernels).
+  bool SupportsGraphCapture() const override { return true; }
 };
 
 }  // namespace crema

@@ -60,6 +60,10 @@ class InnerProductLayer final : public Layer {
   bool transpose_ = false;
   Blob bias_multiplier_;
 
+ public:
+  // Its GPU path launches on the stream only, with the same arguments every iteration.
+  bool SupportsGraphCapture() const override { return true; }
+
   CREMA_LAYER_GPU_KERNELS;
 };
 

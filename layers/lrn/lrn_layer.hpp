@@ -47,6 +47,10 @@ class LRNLayer final : public Layer {
   Blob buffer_;  // one image of squares or ratios
   Blob sums_;    // one image of window sums
 
+ public:
+  // Its GPU path launches on the stream only, with the same arguments every iteration.
+  bool SupportsGraphCapture() const override { return true; }
+
   CREMA_LAYER_GPU_KERNELS;
 };
 

@@ -26,6 +26,10 @@ class MishLayer final : public NeuronLayer {
 
   SavedInput input_;  // x, kept for Backward when running in place
 
+ public:
+  // Its GPU path launches on the stream only, with the same arguments every iteration.
+  bool SupportsGraphCapture() const override { return true; }
+
   CREMA_LAYER_GPU_KERNELS;
 };
 

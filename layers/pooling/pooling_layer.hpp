@@ -78,6 +78,10 @@ class PoolingLayer final : public Layer {
   // GPU MAX without a mask top: the argmax per output as exact small integers in float.
   Blob max_idx_gpu_;
 
+ public:
+  // Its GPU path launches on the stream only, with the same arguments every iteration.
+  bool SupportsGraphCapture() const override { return true; }
+
   CREMA_LAYER_GPU_KERNELS;
 };
 

@@ -30,6 +30,10 @@ class PowerLayer final : public NeuronLayer {
   double diff_scale_ = 1;  // power * scale
   SavedInput input_;       // x, kept for Backward when running in place
 
+ public:
+  // Its GPU path launches on the stream only, with the same arguments every iteration.
+  bool SupportsGraphCapture() const override { return true; }
+
   CREMA_LAYER_GPU_KERNELS;
 };
 

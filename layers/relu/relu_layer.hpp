@@ -22,6 +22,10 @@ class ReLULayer final : public NeuronLayer {
   template <typename T>
   void Backward(const Blob& top, Blob* bottom) const;
 
+ public:
+  // Its GPU path launches on the stream only, with the same arguments every iteration.
+  bool SupportsGraphCapture() const override { return true; }
+
   CREMA_LAYER_GPU_KERNELS;
 };
 

@@ -33,6 +33,10 @@ class ReshapeLayer final : public Layer {
   std::vector<int> copy_axes_;  // positions in shape with dim 0
   int inferred_axis_ = -1;      // position in shape with dim -1, or -1
   int64_t constant_count_ = 1;  // product of the given positive dims
+
+ public:
+  // Forward and Backward only share memory (on the host, no kernels).
+  bool SupportsGraphCapture() const override { return true; }
 };
 
 }  // namespace crema

@@ -71,6 +71,10 @@ class ScaleLayer final : public Layer {
   int axis_ = 1;
   bool learned_scale_ = true;
 
+ public:
+  // Its GPU path launches on the stream only, with the same arguments every iteration.
+  bool SupportsGraphCapture() const override { return true; }
+
   CREMA_LAYER_GPU_KERNELS;
 };
 

@@ -21,6 +21,10 @@ class SigmoidLayer final : public NeuronLayer {
   template <typename T>
   void BackwardT(const Blob& top, Blob* bottom) const;
 
+ public:
+  // Its GPU path launches on the stream only, with the same arguments every iteration.
+  bool SupportsGraphCapture() const override { return true; }
+
   CREMA_LAYER_GPU_KERNELS;
 };
 

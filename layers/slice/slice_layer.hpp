@@ -36,6 +36,10 @@ class SliceLayer final : public Layer {
   int64_t num_slices_ = 0;  // product of the axes before the slice axis
   int64_t slice_size_ = 0;  // product of the axes after it
 
+ public:
+  // Its GPU path launches on the stream only, with the same arguments every iteration.
+  bool SupportsGraphCapture() const override { return true; }
+
   CREMA_LAYER_GPU_KERNELS;
 };
 

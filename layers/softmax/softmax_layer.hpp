@@ -31,6 +31,10 @@ class SoftmaxLayer final : public Layer {
   int64_t channels_ = 0;   // size of `axis`
   int64_t inner_num_ = 0;  // product of the axes after `axis`
 
+ public:
+  // Its GPU path launches on the stream only, with the same arguments every iteration.
+  bool SupportsGraphCapture() const override { return true; }
+
   CREMA_LAYER_GPU_KERNELS;
 };
 

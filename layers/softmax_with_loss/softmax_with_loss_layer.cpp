@@ -57,6 +57,22 @@ double SoftmaxWithLossLayer::Normalizer(int64_t valid_count) const {
   return LossLayer::Normalizer(normalization_, outer_num_, inner_num_, valid_count);
 }
 
+void SoftmaxWithLossLayer::CheckForward(const BlobVec& bottom, const BlobVec& top) {
+  if (!device().is_cuda()) return;  // the CPU Forward checks as it goes
+  // A bad label makes the GPU loss NaN, so a finite loss (read anyway, for the net's loss) means
+  // none: one device read per Forward.
+  double loss = 0;
+  CREMA_DISPATCH_FLOAT(top[0]->dtype(), T, loss = top[0]->cpu_data<T>()[0]);
+  if (std::isfinite(loss)) return;
+  // Written on the device by the last Forward, or by a graph replay of it, which the head does
+  // not know of.
+  device_scalars_.data()->DeviceWritten();
+  const double bad_at = device_scalars_.cpu_data<double>()[0];
+  if (bad_at == 0) return;
+  const int64_t index = static_cast<int64_t>(bad_at) - 1;
+  CREMA_DISPATCH_FLOAT(bottom[1]->dtype(), T, BadLabel(index, bottom[1]->cpu_data<T>()[index]));
+}
+
 void SoftmaxWithLossLayer::BadLabel(int64_t index, double label) const {
   throw RuntimeError(
       ErrorPrefix() +

@@ -26,6 +26,8 @@ class SoftmaxWithLossLayer final : public LossLayer {
   int ExactNumTopBlobs() const override { return -1; }
   int MinTopBlobs() const override { return 1; }
   int MaxTopBlobs() const override { return 2; }
+  // GPU: a label out of range, found by the Forward's kernel, is a RuntimeError here.
+  void CheckForward(const BlobVec& bottom, const BlobVec& top) override;
 
  protected:
   void ForwardCpu(const BlobVec& bottom, const BlobVec& top) override;
@@ -50,7 +52,12 @@ class SoftmaxWithLossLayer final : public LossLayer {
   int axis_ = 1;
   int64_t outer_num_ = 0;
   int64_t inner_num_ = 0;
-  Blob bad_label_{DataType::kFloat64};  // GPU: 1 + the position of a label out of range, or 0
+  // GPU: [0] 1 + the position of a label out of range, or 0; [1] the valid count.
+  Blob device_scalars_{DataType::kFloat64};
+
+ public:
+  // Its GPU path launches on the stream only, with the same arguments every iteration.
+  bool SupportsGraphCapture() const override { return true; }
 
   CREMA_LAYER_GPU_KERNELS;
 };

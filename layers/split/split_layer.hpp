@@ -23,6 +23,10 @@ class SplitLayer final : public Layer {
   template <typename T>
   void Backward(const BlobVec& top, Blob* bottom) const;
 
+ public:
+  // Its GPU path launches on the stream only, with the same arguments every iteration.
+  bool SupportsGraphCapture() const override { return true; }
+
   CREMA_LAYER_GPU_KERNELS;
 };
 

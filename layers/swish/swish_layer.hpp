@@ -25,6 +25,10 @@ class SwishLayer final : public NeuronLayer {
 
   Blob sigmoid_output_;  // sigmoid(beta * x)
 
+ public:
+  // Its GPU path launches on the stream only, with the same arguments every iteration.
+  bool SupportsGraphCapture() const override { return true; }
+
   CREMA_LAYER_GPU_KERNELS;
 };
 

@@ -33,6 +33,9 @@ struct Block {
 struct DevicePool {
   std::multimap<size_t, void*> free_blocks;
   MemoryStats stats;
+  bool capturing = false;
+  std::vector<void*> held;  // freed during a capture, kept for the graph
+  uint64_t free_generation = 0;
 };
 
 struct Allocator {
@@ -111,6 +114,11 @@ void DeviceFree(void* ptr) {
   auto it = a.blocks.find(ptr);
   CREMA_ASSERT(it != a.blocks.end(), "DeviceFree of a pointer not from DeviceAlloc");
   DevicePool& pool = a.pools[it->second.device];
+  if (pool.capturing) {
+    pool.held.push_back(ptr);
+    return;
+  }
+  ++pool.free_generation;
   pool.stats.in_use -= it->second.size;
   pool.stats.cached += it->second.size;
   pool.free_blocks.emplace(it->second.size, ptr);
@@ -123,6 +131,42 @@ void EmptyCache() {
   std::lock_guard<std::mutex> lock(a.mutex);
   for (auto& entry : a.pools) ReleaseCached(&entry.second, entry.first);
 #endif
+}
+
+namespace {
+
+DevicePool& CurrentPool(Allocator& a) {
+  int device = 0;
+#ifdef CREMA_WITH_CUDA
+  cudaGetDevice(&device);
+#endif
+  return a.pools[device];
+}
+
+}  // namespace
+
+void BeginCapture() {
+  Allocator& a = Instance();
+  std::lock_guard<std::mutex> lock(a.mutex);
+  DevicePool& pool = CurrentPool(a);
+  CREMA_ASSERT(!pool.capturing, "nested graph captures on one device");
+  pool.capturing = true;
+}
+
+std::vector<void*> EndCapture() {
+  Allocator& a = Instance();
+  std::lock_guard<std::mutex> lock(a.mutex);
+  DevicePool& pool = CurrentPool(a);
+  pool.capturing = false;
+  std::vector<void*> held;
+  held.swap(pool.held);
+  return held;
+}
+
+uint64_t FreeGeneration(int device) {
+  Allocator& a = Instance();
+  std::lock_guard<std::mutex> lock(a.mutex);
+  return a.pools[device].free_generation;
 }
 
 MemoryStats GetMemoryStats(int device) {

@@ -5,6 +5,7 @@
 // (stream order keeps earlier kernels that read it ahead of later ones that write it).
 #include <cstddef>
 #include <cstdint>
+#include <vector>
 
 namespace crema::gpu {
 
@@ -17,12 +18,22 @@ void DeviceFree(void* ptr);
 void EmptyCache();
 
 struct MemoryStats {
-  size_t in_use = 0;        // bytes in blocks handed out
-  size_t peak_in_use = 0;   // maximum of in_use since start or ResetPeak
-  size_t cached = 0;        // bytes held in the cache, free
-  int64_t cuda_mallocs = 0; // cudaMalloc calls so far
+  size_t in_use = 0;         // bytes in blocks handed out
+  size_t peak_in_use = 0;    // maximum of in_use since start or ResetPeak
+  size_t cached = 0;         // bytes held in the cache, free
+  int64_t cuda_mallocs = 0;  // cudaMalloc calls so far
 };
 MemoryStats GetMemoryStats(int device);
 void ResetPeak(int device);
+
+// CUDA graph capture (net/iteration_graph.hpp) on the current device. A captured graph keeps the
+// addresses it was recorded with, so a block freed while the capture runs must not be handed to
+// anyone else while the graph lives: BeginCapture holds such blocks back, EndCapture returns them
+// (still in use) for the graph to DeviceFree when it is destroyed.
+void BeginCapture();
+std::vector<void*> EndCapture();
+// Counts the blocks freed on `device` outside a capture: when it moved since a graph was
+// captured, a block the graph uses may belong to someone else now, and the graph is stale.
+uint64_t FreeGeneration(int device);
 
 }  // namespace crema::gpu

@@ -10,6 +10,7 @@
 #include <mutex>
 #include <string>
 
+#include "core/cuda_allocator.hpp"
 #include "crema/error.hpp"
 
 namespace crema::gpu {
@@ -18,9 +19,12 @@ namespace {
 std::atomic<MathMode> g_math_mode{MathMode::kFp32};
 std::atomic<bool> g_deterministic{false};
 std::atomic<size_t> g_workspace_limit{size_t{1} << 30};
+thread_local bool t_capturing = false;
 
 }  // namespace
 
+bool Capturing() { return t_capturing; }
+void SetCapturing(bool capturing) { t_capturing = capturing; }
 void SetDeterministic(bool deterministic) { g_deterministic = deterministic; }
 bool Deterministic() { return g_deterministic; }
 void SetWorkspaceLimit(size_t bytes) { g_workspace_limit = bytes; }
@@ -67,6 +71,7 @@ CublasApi LoadCublas() {
   const char* so = soname.c_str();
   // The exported names: cublas_v2.h maps cublasCreate to cublasCreate_v2 and so on.
   Resolve(library, so, "cublasCreate_v2", &api.Create);
+  Resolve(library, so, "cublasSetWorkspace_v2", &api.SetWorkspace);
   Resolve(library, so, "cublasSetStream_v2", &api.SetStream);
   Resolve(library, so, "cublasSetMathMode", &api.SetMathMode);
   Resolve(library, so, "cublasGetStatusName", &api.GetStatusName);
@@ -102,6 +107,12 @@ DeviceContext& Context() {
     Check(cublas.Create(&ctx.cublas), "cublasCreate");
     Check(cublas.SetStream(ctx.cublas, ctx.stream), "cublasSetStream");
     Check(cublas.SetMathMode(ctx.cublas, CublasMath(g_math_mode)), "cublasSetMathMode");
+    // A workspace of crema's own (the size cuBLAS asks for on Hopper), so that cuBLAS never
+    // allocates inside a graph capture.
+    constexpr size_t kCublasWorkspaceBytes = size_t{32} << 20;
+    Check(
+        cublas.SetWorkspace(ctx.cublas, DeviceAlloc(kCublasWorkspaceBytes), kCublasWorkspaceBytes),
+        "cublasSetWorkspace");
   }
   return ctx;
 }

@@ -27,6 +27,7 @@ struct CublasApi {
   decltype(&::cublasCreate) Create;
   decltype(&::cublasSetStream) SetStream;
   decltype(&::cublasSetMathMode) SetMathMode;
+  decltype(&::cublasSetWorkspace) SetWorkspace;
   decltype(&::cublasGetStatusName) GetStatusName;
   decltype(&::cublasSgemm) Sgemm;
   decltype(&::cublasDgemm) Dgemm;
@@ -68,5 +69,10 @@ bool Deterministic();
 // Upper bound of one cuDNN workspace in bytes (crema --cudnn_workspace_mb).
 void SetWorkspaceLimit(size_t bytes);
 size_t WorkspaceLimit();
+// Whether the calling thread is capturing a CUDA graph (net/iteration_graph.hpp): the layers then
+// leave out host reads of device values (the loss, label checks), which the net does after the
+// replay.
+bool Capturing();
+void SetCapturing(bool capturing);
 
 }  // namespace crema::gpu

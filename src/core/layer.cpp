@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <cstring>
 
+#include "core/cuda_context.hpp"
 #include "core/filler.hpp"
 #include "core/workspace.hpp"
 
@@ -97,6 +98,12 @@ double Layer::Forward(const BlobVec& bottom, const BlobVec& top) {
     ForwardGpu(bottom, top);
   else
     ForwardCpu(bottom, top);
+  if (gpu::Capturing()) return 0;
+  CheckForward(bottom, top);
+  return WeightedLoss(top);
+}
+
+double Layer::WeightedLoss(const BlobVec& top) const {
   double loss = 0;
   for (int i = 0; i < static_cast<int>(top.size()); ++i) {
     if (this->loss(i) == 0) continue;

@@ -101,6 +101,14 @@ void SyncedMemory::ToCpu() {
   }
 }
 
+void SyncedMemory::PushToDevice() {
+  if (head_ == Head::kAtCpu && gpu_ptr_ != nullptr) ToGpu();
+}
+
+void SyncedMemory::DeviceWritten() {
+  if (head_ == Head::kSynced) head_ = Head::kAtGpu;
+}
+
 void SyncedMemory::ToGpu() {
 #ifdef CREMA_WITH_CUDA
   switch (head_) {

@@ -269,6 +269,23 @@ void ReLUInPlace(int64_t n, T negative_slope, T* y) {
 template void ReLUInPlace<float>(int64_t, float, float*);
 template void ReLUInPlace<double>(int64_t, double, double*);
 
+namespace {
+template <typename T>
+__global__ void AddDotKernel(int64_t n, const T* x, const T* y, double* out) {
+  T sum = 0;
+  for (int64_t k = 0; k < n; ++k) sum += x[k] * y[k];
+  *out += sum;
+}
+}  // namespace
+
+template <typename T>
+void AddDot(int64_t n, const T* x, const T* y, double* out) {
+  AddDotKernel<T><<<1, 1, 0, Stream()>>>(n, x, y, out);
+  CheckLaunch("AddDot kernel");
+}
+template void AddDot<float>(int64_t, const float*, const float*, double*);
+template void AddDot<double>(int64_t, const double*, const double*, double*);
+
 template void AddChannelBias<float>(int64_t, int64_t, int64_t, const float*, bool, float, float*);
 template void AddChannelBias<double>(int64_t, int64_t, int64_t, const double*, bool, double,
                                      double*);

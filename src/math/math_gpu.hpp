@@ -72,6 +72,11 @@ template <typename T>
 void ReduceByAxis(int64_t outer, int64_t dim, int64_t inner, const T* a, const T* b,
                   bool accumulate, T* out);
 
+// *out += the sum of x[k] * y[k], k < n, in order on one thread: the weighted value of a loss
+// top (a handful of elements), kept on the device (a CUDA graph's non-finite-loss guard).
+template <typename T>
+void AddDot(int64_t n, const T* x, const T* y, double* out);
+
 // y[k] += bias[c] for every element k = (o * channels + c) * inner + i (bias may be null), then,
 // when relu, y[k] = Caffe's ReLU of it with `negative_slope`, in one pass: the bias of
 // convolutions, with a ReLU fused into them.

@@ -500,10 +500,12 @@ double Net::ForwardFromTo(int start, int end) {
     if (const int relu = fused_relu_of_[i]; relu >= 0)
       layer->set_fused_relu(relu <= end,
                             layers_[relu]->layer_param().relu_param().negative_slope());
+    running_layer_ = i;
     loss += layer->Forward(bottom_vecs_[i], top_vecs_[i]);
     if (debug_info_) ForwardDebugInfo(i);
     if (check_finite_) CheckFinite(i, true);
   }
+  running_layer_ = -1;
   if (memory_layout_ && end == num_layers() - 1) CheckMemoryPlan();
   return loss;
 }
@@ -606,6 +608,7 @@ void Net::BackwardFromTo(int start, int end) {
         "NetOptions::fold_batch_norm)");
   backward_done_.assign(num_layers(), 0);
   for (int i = start; i >= end; --i) {
+    running_layer_ = i;
     if (backward_done_[i]) continue;
     if (const int bn = FusedBackwardGroup(i, start, end); bn >= 0) {
       // The ReLU's, the Scale's and the BatchNorm's backward in one BatchNorm call.
@@ -621,6 +624,7 @@ void Net::BackwardFromTo(int start, int end) {
     if (debug_info_) BackwardDebugInfo(i);
     if (check_finite_) CheckFinite(i, false);
   }
+  running_layer_ = -1;
 }
 
 void Net::Backward() {

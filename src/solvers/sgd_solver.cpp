@@ -85,15 +85,70 @@ double SGDSolver::UpdateLearningRate() {
 }
 
 void SGDSolver::ApplyUpdate() {
-  const double rate = UpdateLearningRate();
+  PrepareUpdate();
+  UpdateParams(false);
+}
+
+bool SGDSolver::FusedGpuStep() const {
+  // Plain SGD: the other rules derive from this class, with types of their own, and compute their
+  // own update values.
+  return OnGpu() && std::string(type()) == "SGD";
+}
+
+bool SGDSolver::UpdateCapturable() const {
+  return FusedGpuStep() && param_.clip_gradients() < 0 && param_.iter_size() == 1;
+}
+
+void SGDSolver::PrepareUpdate() {
+  rate_ = UpdateLearningRate();
   if (param_.display() && iter_ % param_.display() == 0)
-    LOG(INFO) << "Iteration " << iter_ << ", lr = " << rate;
+    LOG(INFO) << "Iteration " << iter_ << ", lr = " << rate_;
+#ifdef CREMA_WITH_CUDA
+  if (FusedGpuStep()) {
+    if (device_scalars_.count() != 2) device_scalars_.Reshape(std::vector<int>{2});
+    gpu::Set<double>(1, rate_, device_scalars_.mutable_gpu_data<double>());
+    // A CUDA graph may update the history behind the heads' back: a restored (host) history goes
+    // to the device first, and the device copy counts as the newer one (for snapshots).
+    for (const BlobPtr& history : history_) {
+      history->data()->PushToDevice();
+      history->data()->DeviceWritten();
+    }
+  }
+#endif
+}
+
+void SGDSolver::UpdateParams(bool guard_nonfinite) {
   ClipGradients();
   const int num_params = static_cast<int>(net_->learnable_params().size());
+#ifdef CREMA_WITH_CUDA
+  if (FusedGpuStep()) {
+    double* scalars = device_scalars_.mutable_gpu_data<double>();
+    const double* loss = nullptr;
+    if (guard_nonfinite) {
+      net_->DeviceWeightedLoss(scalars + 1);
+      loss = scalars + 1;
+    }
+    for (int param_id = 0; param_id < num_params; ++param_id) {
+      Normalize(param_id);
+      Regularize(param_id);
+      Blob* blob = net_->learnable_params()[param_id];
+      if (blob->count() == 0) continue;
+      // history = momentum * history + rate * lr_mult * diff; diff = history; w -= diff: what
+      // ComputeUpdateValue and Blob::Update do, in one kernel.
+      CREMA_DISPATCH_FLOAT(
+          blob->dtype(), T,
+          gpu::SgdStep<T>(blob->count(), scalars, net_->params_lr()[param_id],
+                          static_cast<T>(param_.momentum()), loss, blob->mutable_gpu_diff<T>(),
+                          history_[param_id]->mutable_gpu_data<T>(), blob->mutable_gpu_data<T>()));
+    }
+    return;
+  }
+#endif
+  (void)guard_nonfinite;
   for (int param_id = 0; param_id < num_params; ++param_id) {
     Normalize(param_id);
     Regularize(param_id);
-    ComputeUpdateValue(param_id, rate);
+    ComputeUpdateValue(param_id, rate_);
   }
   net_->Update();
 }
@@ -165,20 +220,13 @@ void SGDSolver::Regularize(int param_id) {
 }
 
 void SGDSolver::ComputeUpdateValue(int param_id, double rate) {
+  // On a GPU, UpdateParams runs plain SGD as one fused step (gpu::SgdStep).
+  CREMA_ASSERT(!OnGpu(), "SGDSolver::ComputeUpdateValue on a GPU net");
   Blob* blob = net_->learnable_params()[param_id];
   if (blob->count() == 0) return;
   const double local_rate = rate * net_->params_lr()[param_id];
   const double momentum = param_.momentum();
   Blob* history = history_[param_id].get();
-#ifdef CREMA_WITH_CUDA
-  if (OnGpu()) {
-    CREMA_DISPATCH_FLOAT(
-        blob->dtype(), T,
-        gpu::SgdUpdate<T>(blob->count(), static_cast<T>(local_rate), static_cast<T>(momentum),
-                          blob->mutable_gpu_diff<T>(), history->mutable_gpu_data<T>()));
-    return;
-  }
-#endif
   CREMA_DISPATCH_FLOAT(
       blob->dtype(), T,
       SgdUpdate<T>(blob->count(), static_cast<T>(local_rate), static_cast<T>(momentum),

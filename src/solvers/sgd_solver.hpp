@@ -27,6 +27,11 @@ class SGDSolver : public Solver {
 
  protected:
   void ApplyUpdate() override;
+  // Plain SGD on a GPU without clipping: Regularize and one fused kernel per param (history,
+  // diff and weight), reading the rate from device memory, so a CUDA graph may capture it.
+  bool UpdateCapturable() const override;
+  void PrepareUpdate() override;
+  void UpdateParams(bool guard_nonfinite) override;
   // The rate for this iteration, committing the schedule's position (current_step_) as Caffe's
   // GetLearningRate does for "step" and "multistep".
   double UpdateLearningRate();
@@ -68,6 +73,14 @@ class SGDSolver : public Solver {
   // allocated only by the solvers that use them.
   std::vector<BlobPtr> update_;
   std::vector<BlobPtr> temp_;
+
+ private:
+  // Whether UpdateParams runs plain SGD's fused GPU step.
+  bool FusedGpuStep() const;
+  // The rate PrepareUpdate set for UpdateParams.
+  double rate_ = 0;
+  // Device: [0] the rate, [1] the net's loss (FusedGpuStep's non-finite guard).
+  Blob device_scalars_{DataType::kFloat64};
 };
 
 }  // namespace crema

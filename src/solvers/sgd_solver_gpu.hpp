@@ -5,9 +5,12 @@
 
 namespace crema::gpu {
 
-// history = local_rate * diff + momentum * history; diff = history (one pass).
+// Plain SGD's whole step for one param, reading the rate from device memory (*rate, times
+// lr_mult, rounded to T as the host's local rate is): history = momentum * history + local_rate *
+// diff; diff = history; weight -= diff. Does nothing when `loss` is given and *loss is not finite.
 template <typename T>
-void SgdUpdate(int64_t n, T local_rate, T momentum, T* diff, T* history);
+void SgdStep(int64_t n, const double* rate, double lr_mult, T momentum, const double* loss, T* diff,
+             T* history, T* weight);
 
 // The other rules, each one pass in Caffe's fused form (defined in <name>_solver_gpu.cu; the
 // header comment of each solver states its math).

@@ -15,6 +15,7 @@
 #include "core/rng.hpp"
 #include "crema/error.hpp"
 #include "crema/proto_io.hpp"
+#include "net/iteration_graph.hpp"
 #include "net/memory_plan.hpp"
 #include "net/output_means.hpp"
 #include "net/weights_match.hpp"
@@ -116,6 +117,17 @@ Solver::Solver(const SolverParameter& param, const SolverOptions& options)
 }
 
 Solver::~Solver() = default;
+
+bool Solver::graph_replayed() const { return graph_ && graph_->replayed(); }
+
+std::string Solver::graph_reason() const {
+  return graph_ ? graph_->reason() : "the train net runs on the CPU";
+}
+
+void Solver::set_cuda_graph(bool on) {
+  options_.cuda_graph = on;
+  graph_.reset();  // Step makes a new one
+}
 
 std::string Solver::ErrorAt(const std::string& field) const {
   return solver_detail::Where(options_.source, param_, field);
@@ -386,8 +398,13 @@ void Solver::Step(int iters) {
     cpu_engines_prepared_ = true;
   }
 
+  if (!graph_ && net_->device().is_cuda())
+    graph_ = std::make_unique<IterationGraph>(net_.get(), options_.cuda_graph);
+  // One pass per iteration, without all-reduce: the iteration is the graph's to capture.
+  const bool use_graph = graph_ && param_.iter_size() == 1 && !reducer_;
+
   while (iter_ < stop_iter) {
-    net_->ClearParamDiffs();
+    if (!use_graph) net_->ClearParamDiffs();
     if (param_.test_interval() && iter_ % param_.test_interval() == 0 &&
         (iter_ > 0 || param_.test_initialization())) {
       TestAll();
@@ -396,9 +413,25 @@ void Solver::Step(int iters) {
     }
     const bool display = param_.display() && iter_ % param_.display() == 0;
     net_->set_debug_info(display && param_.debug_info());
+    // This iteration's rate, for the logs (before PrepareUpdate moves the schedule on).
+    const double rate = GetLearningRate();
     // Accumulate gradients over iter_size forward/backward passes; the loss is their mean.
     double loss = 0;
-    for (int i = 0; i < param_.iter_size(); ++i) {
+    bool updated = false;
+    if (use_graph) {
+      // Forward, backward and (where the solver allows) the update, as one CUDA graph.
+      updated = UpdateCapturable();
+      if (updated) PrepareUpdate();
+      const int start = net_->num_input_layers();
+      const bool guard = updated && param_.stop_on_nonfinite_loss();
+      loss = graph_->Run([&] {
+        net_->ClearParamDiffs();
+        net_->ForwardFrom(start);
+        net_->BackwardTo(start);
+        if (updated) UpdateParams(guard);
+      });
+    }
+    for (int i = 0; i < param_.iter_size() && !use_graph; ++i) {
       if (reducer_ && reducer_->overlap() && i + 1 == param_.iter_size()) {
         // The last pass layer by layer: each bucket is reduced once its layers are done.
         loss += net_->Forward();
@@ -446,7 +479,6 @@ void Solver::Step(int iters) {
         }
       }
     }
-    const double rate = GetLearningRate();
     if (log_) {
       const BlobVec& result = net_->output_blobs();
       for (size_t j = 0; j < result.size(); ++j) {
@@ -457,7 +489,7 @@ void Solver::Step(int iters) {
       }
       log_->Iteration(iter_, SecondsSince(start_time_), rate, loss, smoothed_loss_, outputs);
     }
-    ApplyUpdate();
+    if (!updated) ApplyUpdate();
     // iter_ counts the updates applied so far.
     ++iter_;
     if (progress_) {
