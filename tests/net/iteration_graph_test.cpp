@@ -212,8 +212,9 @@ TEST(IterationGraph, ANetWithDropoutRunsUncapturedAndSaysWhy) {
 // uninterrupted captured run does, bit for bit.
 TEST(IterationGraph, SnapshotAndResumeAreUnaffected) {
   if (!HasGpu()) GTEST_SKIP() << "no CUDA device";
-  const std::string text = SolverText(WriteLmdb(), false) + " snapshot_prefix: \"" +
-                           testing::TempDir() + "/graph_resume\"";
+  const std::string dir = testing::TempDir();  // a new folder each call
+  const std::string text =
+      SolverText(WriteLmdb(), false) + " snapshot_prefix: \"" + dir + "/graph_resume\"";
   auto whole = GpuSolver(text, true);
   whole->Step(12);
   EXPECT_TRUE(whole->graph_replayed()) << whole->graph_reason();
@@ -222,7 +223,7 @@ TEST(IterationGraph, SnapshotAndResumeAreUnaffected) {
   ASSERT_TRUE(first->graph_replayed()) << first->graph_reason();
   first->Snapshot();
   auto resumed = GpuSolver(text, true);
-  resumed->Restore(testing::TempDir() + "/graph_resume_iter_6.solverstate");
+  resumed->Restore(dir + "/graph_resume_iter_6.solverstate");
   resumed->Step(6);
   EXPECT_TRUE(resumed->graph_replayed()) << resumed->graph_reason();
   const auto expected = Weights(*whole);
