@@ -20,9 +20,7 @@
 #include <utility>
 #include <vector>
 
-#include "crema/blob.hpp"
-#include "crema/error.hpp"
-#include "crema/layer.hpp"
-#include "crema/layer_registry.hpp"
-#include "crema/net.hpp"
-#include "crema/proto.hpp"
+// The generated schema: include guards, not #pragma once. No crema/*.hpp here: ccache (relative
+// paths, CCACHE_BASEDIR) hands one checkout's precompiled header to a clone elsewhere, and a
+// #pragma once header recorded under the other checkout's path would be read a second time.
+#include "crema.pb.h"
