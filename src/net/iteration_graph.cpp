@@ -142,7 +142,6 @@ bool IterationGraph::Capture(const std::function<void()>& body) {
 void IterationGraph::Launch() {
   gpu::Check(cudaGraphLaunch(graph_->exec, gpu::Stream()), "cudaGraphLaunch");
   replayed_ = true;
-  ++replays_;
 }
 #else
 bool IterationGraph::Capture(const std::function<void()>&) { return false; }

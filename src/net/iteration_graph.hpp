@@ -41,7 +41,6 @@ class IterationGraph {
   // Why the last Run did not replay ("" when it did, or is warming up to capture).
   const std::string& reason() const { return reason_; }
   int captures() const { return captures_; }
-  int64_t replays() const { return replays_; }
 
  private:
   void Reset();
@@ -57,7 +56,6 @@ class IterationGraph {
   std::string logged_reason_;
   int clean_iterations_ = 0;
   int captures_ = 0;
-  int64_t replays_ = 0;
   struct Graph;
   std::unique_ptr<Graph> graph_;
   std::vector<uintptr_t> signature_;
