@@ -143,9 +143,6 @@ void IterationGraph::Launch() {
   gpu::Check(cudaGraphLaunch(graph_->exec, gpu::Stream()), "cudaGraphLaunch");
   replayed_ = true;
 }
-#else
-bool IterationGraph::Capture(const std::function<void()>&) { return false; }
-void IterationGraph::Launch() {}
-#endif
+#endif  // CREMA_WITH_CUDA
 
 }  // namespace crema

@@ -1,6 +1,7 @@
 // What a CUDA graph of a net's iteration needs from the net (src/net/iteration_graph.hpp): which
 // layers run outside it, whether the rest may be captured, what the graph's addresses depend on,
 // and the host-side work around a replay.
+#include <memory>
 #include <string>
 #include <vector>
 
@@ -36,42 +37,49 @@ std::string Net::GraphCaptureBlocker() const {
   return "";
 }
 
+namespace {
+
+// Calls fn on every blob a graph of the net reads or writes: the net's blobs, its params and, with
+// `folded`, the weights of the folded convolutions.
+template <typename Fn>
+void ForEachGraphBlob(const std::vector<BlobPtr>& blobs, const std::vector<BlobPtr>& params,
+                      const std::vector<std::unique_ptr<Layer>>* folded, Fn fn) {
+  for (const BlobPtr& blob : blobs) fn(*blob);
+  for (const BlobPtr& param : params) fn(*param);
+  if (folded == nullptr) return;
+  for (const auto& conv : *folded)
+    if (conv)
+      for (const BlobPtr& weight : conv->blobs()) fn(*weight);
+}
+
+}  // namespace
+
 std::vector<uintptr_t> Net::GraphSignature() const {
   std::vector<uintptr_t> signature;
-  const auto add = [&signature](const Blob& blob) {
+  ForEachGraphBlob(blobs_, params_, &folded_convs_, [&signature](const Blob& blob) {
     signature.push_back(reinterpret_cast<uintptr_t>(blob.data().get()));
     signature.push_back(reinterpret_cast<uintptr_t>(blob.diff().get()));
     signature.push_back(static_cast<uintptr_t>(blob.num_axes()));
     for (int dim : blob.shape()) signature.push_back(static_cast<uintptr_t>(dim));
-  };
-  for (const BlobPtr& blob : blobs_) add(*blob);
-  for (const BlobPtr& param : params_) add(*param);
-  for (const auto& conv : folded_convs_)
-    if (conv)
-      for (const BlobPtr& weight : conv->blobs()) add(*weight);
+  });
   return signature;
 }
 
 void Net::BeforeGraphReplay() {
-  const auto push = [](const Blob& blob) {
+  // Folded weights included: the data layers' pass refolds them on the host when the weights
+  // changed.
+  ForEachGraphBlob(blobs_, params_, &folded_convs_, [](const Blob& blob) {
     if (blob.data()) blob.data()->PushToDevice();
     if (blob.diff()) blob.diff()->PushToDevice();
-  };
-  for (const BlobPtr& blob : blobs_) push(*blob);
-  for (const BlobPtr& param : params_) push(*param);
-  // Refolded on the host (the data layers' pass runs ApplyFold when the weights changed).
-  for (const auto& conv : folded_convs_)
-    if (conv)
-      for (const BlobPtr& weight : conv->blobs()) push(*weight);
+  });
 }
 
 void Net::AfterGraphReplay(int start) {
-  const auto written = [](const Blob& blob) {
+  // The graph does not write the folded weights.
+  ForEachGraphBlob(blobs_, params_, nullptr, [](const Blob& blob) {
     if (blob.data()) blob.data()->DeviceWritten();
     if (blob.diff()) blob.diff()->DeviceWritten();
-  };
-  for (const BlobPtr& blob : blobs_) written(*blob);
-  for (const BlobPtr& param : params_) written(*param);
+  });
   for (int i = start; i < num_layers(); ++i)
     if (folded_into_[i] < 0) layers_[i]->CheckForward(bottom_vecs_[i], top_vecs_[i]);
 }
