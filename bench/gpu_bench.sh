@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # GPU training throughput, crema vs PyTorch on the same GPU in one run: AlexNet (batch 128),
-# VGG-19, ResNet-50, MobileNet v1, GoogLeNet (batch 64), forward + backward + update, fp32 and
-# tf32. Nets come from bench/nets.py; PyTorch builds the same nets from the same prototxts
+# VGG-19, ResNet-50, MobileNet v1, GoogLeNet (batch 64), forward + backward + update, fp32,
+# tf32, and mixed precision fp16 and bf16 (crema --amp with --math tf32 against PyTorch's
+# torch.autocast, GradScaler for fp16, channels-last). Nets come from bench/nets.py; PyTorch builds the same nets from the same prototxts
 # (bench/torch_train.py, cudnn.benchmark on). Needs a CUDA build of crema ($CREMA, default
 # build-gpu/crema) and a python3 with PyTorch.
 #   bench/gpu_bench.sh [NET ...]        (default: all five; `none`: no big-batch table)
@@ -45,8 +46,10 @@ if [ ${#nets[@]} -gt 0 ]; then
   printf "%-13s %-5s %14s %14s %8s %11s %11s %8s\n" net math "crema img/s" "torch img/s" ratio \
     "crema MiB" "torch MiB" "mem ratio"
   for net in "${nets[@]}"; do
-    for math in fp32 tf32; do
-      c_out=$("$crema" time --model "$dir/$net.prototxt" --gpu 0 --math "$math" \
+    for math in fp32 tf32 fp16 bf16; do
+      c_flags=(--math "$math")
+      case "$math" in fp16 | bf16) c_flags=(--math tf32 --amp "$math") ;; esac
+      c_out=$("$crema" time --model "$dir/$net.prototxt" --gpu 0 "${c_flags[@]}" \
         --iterations "$iters" 2>"$logs/$net.$math.crema.log")
       printf '%s\n' "$c_out" >"$logs/$net.$math.crema.txt"
       c_ips=$(sed -n 's/.*= \([0-9.]*\) images\/s.*/\1/p' <<<"$c_out")

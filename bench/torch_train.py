@@ -206,7 +206,9 @@ def main():
     ap.add_argument("--seconds", type=float, default=0,
                     help="keep timing until this many seconds have passed")
     ap.add_argument("--warmup", type=int, default=3)
-    ap.add_argument("--math", choices=["fp32", "tf32"], default="fp32")
+    ap.add_argument("--math", choices=["fp32", "tf32", "fp16", "bf16"], default="fp32",
+                    help="fp16/bf16: automatic mixed precision (torch.autocast; GradScaler for "
+                         "fp16) with channels-last tensors and TF32 for what autocast leaves")
     ap.add_argument("--device", choices=["cuda", "cpu"], default="cuda")
     ap.add_argument("--threads", type=int, default=0, help="CPU: torch.set_num_threads (0: default)")
     ap.add_argument("--mode", choices=["train", "test"], default="train",
@@ -227,8 +229,12 @@ def main():
         if not torch.cuda.is_available():
             raise SystemExit("torch_train.py: --cuda-graph: no CUDA device "
                              "(torch.cuda.is_available() is False)")
+    amp = args.math in ("fp16", "bf16")
+    if amp and (not cuda or args.cuda_graph or args.mode != "train"):
+        raise SystemExit("torch_train.py: --math fp16|bf16 times GPU training (--device cuda, "
+                         "--mode train, no --cuda-graph)")
     if cuda:
-        tf32 = args.math == "tf32"
+        tf32 = args.math != "fp32"
         torch.backends.cuda.matmul.allow_tf32 = tf32
         torch.backends.cudnn.allow_tf32 = tf32
         torch.backends.cudnn.benchmark = True
@@ -240,6 +246,12 @@ def main():
     batch = data_shape[0]
     data = torch.full(data_shape, 0.5, device=args.device)
     label = torch.ones(batch, dtype=torch.long, device=args.device)
+    if amp:
+        model = model.to(memory_format=torch.channels_last)
+        if data.dim() == 4:
+            data = data.contiguous(memory_format=torch.channels_last)
+    amp_dtype = torch.float16 if args.math == "fp16" else torch.bfloat16
+    scaler = torch.amp.GradScaler("cuda", enabled=args.math == "fp16")
     # Plain SGD is crema time --model's update (data -= diff, scaled); with momentum and weight
     # decay it does the arithmetic of Caffe's SGD solver (crema time --solver).
     opt = torch.optim.SGD(model.parameters(), lr=1e-6, momentum=args.momentum,
@@ -251,6 +263,14 @@ def main():
         loss.backward()
         opt.step()
 
+    def amp_train_step():
+        opt.zero_grad(set_to_none=False)
+        with torch.autocast("cuda", dtype=amp_dtype):
+            loss = model({"data": data, "label": label})
+        scaler.scale(loss).backward()
+        scaler.step(opt)
+        scaler.update()
+
     def test_step():
         with torch.inference_mode():
             model({"data": data, "label": label})
@@ -259,7 +279,7 @@ def main():
         model.eval()
         step = test_step
     else:
-        step = train_step
+        step = amp_train_step if amp else train_step
     sync = torch.cuda.synchronize if cuda else (lambda: None)
     if args.cuda_graph:
         step = capture_train_step(model, opt, data, label, max(args.warmup, 3))

@@ -532,7 +532,7 @@ CREMA_REGISTER_VERB(
     "C, \"label\": L, \"prob\": p}, ...]}. An image that cannot be read gets one row with its "
     "error (CSV: path and error only; JSON: {\"path\": P, \"error\": E}), the others go on, and "
     "the exit code is 1 at the end. On a terminal a progress bar is drawn on stderr.",
-    {"memory_plan",  "model",  "weights", "mean_file", "mean_values", "scale",  "raw_scale",
-     "channel_swap", "labels", "top_k",   "batch",     "gpu",         "resize", "interpolation",
-     "center_crop",  "format", "out",     "list",      "dir",         "fold_bn"},
+    {"memory_plan",  "model",  "weights", "mean_file", "mean_values", "scale",   "raw_scale",
+     "channel_swap", "labels", "top_k",   "batch",     "gpu",         "resize",  "interpolation",
+     "center_crop",  "format", "out",     "list",      "dir",         "fold_bn", "amp"},
     &crema::cli::RunClassify);

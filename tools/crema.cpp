@@ -285,6 +285,7 @@ int main(int argc, char** argv) {
     if (FLAGS_forbid_path_escape) crema::SetForbidPathEscape(true);
     crema::SetFuseReLUDefault(FLAGS_fuse_relu);
     crema::SetFuseBatchNormDefault(FLAGS_fuse_batch_norm);
+    crema::SetAmpDefault(AmpFromFlag());
     ApplyCpuEngineFlag();
     LoadPlugins();
     return verb->run(positional);

@@ -43,6 +43,11 @@ DEFINE_bool(cuda_graph, true,
             "and replay it every iteration (one launch instead of one per kernel; same values). "
             "A net with a layer that cannot be captured runs uncaptured and says which. "
             "--cuda-graph=false runs every iteration uncaptured.");
+DEFINE_string(amp, "",
+              "Mixed precision: off, fp16 or bf16. The blobs between layers are stored in half "
+              "precision where the layer type allows (docs/amp.md), computing in float32 with "
+              "float32 weights; fp16 training scales the loss dynamically. train: overrides the "
+              "solver's amp field. Default: the solver's amp field, else off.");
 DEFINE_int32(iterations, 50, "The number of iterations (batches) to run.");
 DEFINE_string(phase, "", "Network phase: TRAIN or TEST.");
 DEFINE_string(stage, "", "Network stages, separated by commas (NetState.stage).");
@@ -189,6 +194,21 @@ std::vector<std::string> StagesFromFlag() { return SplitList(FLAGS_stage); }
 
 std::vector<std::string> RepeatedFlagValues(const std::string& value) {
   return SplitList(value, kRepeatedFlagSeparator);
+}
+
+Amp AmpFromFlag() {
+  Amp amp = Amp::kOff;
+  if (!FLAGS_amp.empty() && !AmpFromName(FLAGS_amp, &amp))
+    CREMA_THROW_CONFIG("--amp must be off, fp16 or bf16, got \"", FLAGS_amp, "\"");
+  return amp;
+}
+
+void ApplyAmpFlag(SolverParameter* param) {
+  if (FLAGS_amp.empty()) return;
+  const Amp amp = AmpFromFlag();
+  param->set_amp(amp == Amp::kFloat16    ? SolverParameter::FP16
+                 : amp == Amp::kBFloat16 ? SolverParameter::BF16
+                                         : SolverParameter::AMP_OFF);
 }
 
 }  // namespace crema::cli

@@ -26,6 +26,7 @@ DECLARE_string(output_dir);
 DECLARE_string(out);
 DECLARE_bool(check_nan);
 DECLARE_bool(cuda_graph);
+DECLARE_string(amp);
 DECLARE_string(backend);
 DECLARE_string(set);
 DECLARE_string(progress);
@@ -61,6 +62,10 @@ std::vector<std::string> RepeatedFlagValues(const std::string& value);
 bool LiveProgress();
 // --memory-plan: `planned` (the verb's plan when it reads only net outputs), or kOff.
 MemoryPlan MemoryPlanFromFlag(MemoryPlan planned);
+// --amp (off when empty; ConfigError for another value): crema.cpp makes it the nets' default.
+Amp AmpFromFlag();
+// --amp, when given, as the solver's amp field.
+void ApplyAmpFlag(SolverParameter* param);
 // ConfigError "--NAME is required" when the flag is empty.
 void RequireFlag(const char* name, const std::string& value);
 

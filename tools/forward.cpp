@@ -126,7 +126,7 @@ CREMA_REGISTER_VERB(forward, "forward",
                     "order, or .binaryproto), the net is reshaped and run forward once, and each "
                     "net output (every blob with --all_blobs) is written as DIR/<blob>.npy "
                     "(float32; characters outside [A-Za-z0-9_.-] in the name become '~').",
-                    {"memory_plan", "fold_bn", "model", "weights", "input", "output_dir",
+                    {"memory_plan", "fold_bn", "amp", "model", "weights", "input", "output_dir",
                      "all_blobs", "phase", "stage", "level", "gpu", "math", "cudnn_workspace_mb",
                      "deterministic"},
                     &crema::cli::RunForward);

@@ -91,6 +91,6 @@ CREMA_REGISTER_VERB(test, "test", "score a trained net: average its outputs over
                     "mean: it is printed as `name: not averaged, its size varies between batches "
                     "(MIN to MAX values per batch, ...)`, its values logged batch by batch.",
                     {"memory_plan", "fold_bn", "model", "weights", "iterations", "gpu", "math",
-                     "cudnn_workspace_mb", "deterministic", "check_nan", "cuda_graph", "phase",
-                     "stage", "level"},
+                     "cudnn_workspace_mb", "deterministic", "check_nan", "cuda_graph", "amp",
+                     "phase", "stage", "level"},
                     &crema::cli::RunTest);

@@ -114,6 +114,7 @@ std::unique_ptr<Solver> TimingSolver(const Device& device) {
   param.set_snapshot(0);
   param.set_snapshot_after_train(false);
   param.clear_snapshot_prefix();
+  ApplyAmpFlag(&param);
   SolverOptions options;
   options.device = device;
   options.source = source;
@@ -162,8 +163,6 @@ int RunTime(const std::vector<std::string>& args) {
   sync.Wait();
 
   const auto& layers = net->layers();
-  const auto& bottom_vecs = net->bottom_vecs();
-  const auto& top_vecs = net->top_vecs();
   const auto& bottom_need_backward = net->bottom_need_backward();
   const int n = net->num_layers();
   // Steps as the net runs them: a BatchNorm group (its Scale and ReLU right after it) is one
@@ -208,7 +207,7 @@ int RunTime(const std::vector<std::string>& args) {
       if (step_of[i] != i)
         net->BackwardFromTo(i, step_of[i]);
       else
-        layers[i]->Backward(top_vecs[i], bottom_need_backward[i], bottom_vecs[i]);
+        net->BackwardLayer(i);
       sync.Wait();
       backward_ms[step_of[i]] += MsSince(start);
     }
@@ -428,5 +427,5 @@ CREMA_REGISTER_VERB(
     "Last come the CPU threads (--threads, else OMP_NUM_THREADS, sets both "
     "crema's and OpenBLAS's) and the peak resident memory of the process.",
     {"memory_plan", "fold_bn", "model", "solver", "iterations", "seconds", "threads", "gpu", "math",
-     "cudnn_workspace_mb", "deterministic", "cuda_graph", "phase", "stage", "level"},
+     "cudnn_workspace_mb", "deterministic", "cuda_graph", "amp", "phase", "stage", "level"},
     &crema::cli::RunTime);

@@ -199,6 +199,7 @@ int TrainOnThisRank() {
   // overridden net name its layer but no longer its file and line.
   ApplyNetOverrides(overrides, "", &param);
   if (FLAGS_deterministic) param.set_deterministic(true);
+  ApplyAmpFlag(&param);
 
   std::string snapshot = resume ? "" : FLAGS_snapshot;
   if (resume) {
@@ -401,6 +402,7 @@ CREMA_REGISTER_VERB(
      "deterministic",
      "check_nan",
      "cuda_graph",
+     "amp",
      "scale_lr_by_world",
      "allreduce_bucket_mb",
      "overlap_allreduce",

@@ -1,7 +1,8 @@
 #pragma once
 // Blob: an N-D array with data and diff, each in lazily synced host/device memory (as Caffe).
 // The element type is a run-time property of the blob (float32 by default; float64 for gradient
-// checks; float16/bfloat16 reserved for mixed precision). Typed accessors check it.
+// checks; float16/bfloat16 for the activations of mixed precision, which layers never see:
+// the net converts them, math/convert.hpp). Typed accessors check it.
 #include <cstddef>
 #include <cstdint>
 #include <memory>
@@ -184,6 +185,11 @@ class Blob {
   // Element `index` of data/diff read as double, whatever the element type (tests, logging).
   double data_at(int64_t index) const;
   double diff_at(int64_t index) const;
+
+  // Takes `shape` with `data` and `diff` as its buffers (each at least count * element size
+  // bytes, owned elsewhere): mixed precision's float32 stand-ins live in a net's scratch this way.
+  void ReshapeInto(const std::vector<int>& shape, std::shared_ptr<SyncedMemory> data,
+                   std::shared_ptr<SyncedMemory> diff);
 
   const std::shared_ptr<SyncedMemory>& data() const { return data_; }
   const std::shared_ptr<SyncedMemory>& diff() const { return diff_; }

@@ -6,6 +6,7 @@
 #include <functional>
 #include <map>
 #include <memory>
+#include <set>
 #include <string>
 #include <vector>
 
@@ -36,6 +37,21 @@ enum class MemoryPlan {
   kInference,  // forward only (Backward is refused): data buffers are reused
   kTraining,   // forward and backward: data stays live for backward; gradients share buffers
 };
+
+// Mixed precision (NetOptions::amp, docs/amp.md): the blobs between layers are stored in half
+// precision (float16 or bfloat16) where the layer type's policy or the layer's amp_param says so;
+// the layers compute in float32 on float32 stand-ins of those blobs, converted in before a layer
+// runs and rounded back after (weights, parameter gradients and losses stay float32).
+enum class Amp { kOff, kFloat16, kBFloat16 };
+// "off", "fp16", "bf16".
+const char* AmpName(Amp amp);
+// The element type of half-precision storage under `amp` (float32 when off).
+DataType AmpHalfType(Amp amp);
+// AmpName's names -> true and *amp; false for anything else.
+bool AmpFromName(const std::string& name, Amp* amp);
+// The default of NetOptions::amp for nets built afterwards (process-wide; the CLI's --amp).
+void SetAmpDefault(Amp amp);
+Amp AmpDefault();
 
 // The default of NetOptions::fuse_relu for nets built afterwards (process-wide).
 void SetFuseReLUDefault(bool fuse);
@@ -80,6 +96,8 @@ struct NetOptions {
   // gradient and parameter gradient is the same as unfused. The default is true, or what
   // SetFuseBatchNormDefault set (the CLI's --fuse-batch-norm).
   bool fuse_batch_norm = FuseBatchNormDefault();
+  // Mixed precision: see Amp above. CUDA graphs stay off for such nets.
+  Amp amp = AmpDefault();
 };
 
 // The outcome of copying weights into a net: the layers (with params) copied, and the layers
@@ -135,6 +153,21 @@ class Net {
   void DeviceWeightedLoss(double* out) const;
   // The layer whose Forward or Backward runs now, -1 outside a pass (names what broke a capture).
   int running_layer() const { return running_layer_; }
+
+  // Mixed precision (NetOptions::amp). What layer i's SetUp, Reshape, Forward and Backward are
+  // given: its bottoms and tops, where each blob stored in half precision is replaced by its
+  // float32 stand-in (the blobs themselves when amp is off).
+  Amp amp() const { return amp_; }
+  const BlobVec& layer_bottoms(int i) const { return layer_bottoms_[i]; }
+  const BlobVec& layer_tops(int i) const { return layer_tops_[i]; }
+  // Layer i's Backward alone (crema time's per-layer timing), whether or not the net would run
+  // it, through the stand-ins.
+  void BackwardLayer(int i);
+  // The loss scale of FP16 training (the solver's loss scaler): Backward starts from the loss
+  // weights times `scale`, so every gradient is `scale` times the true one; the loss Forward
+  // returns is not scaled. 1 unless set.
+  void set_loss_scale(double scale);
+  double loss_scale() const { return loss_scale_; }
 
   // Re-runs every layer's Reshape (after an input blob changed shape), then the memory plan.
   void Reshape();
@@ -276,6 +309,24 @@ class Net {
   int FusedBackwardGroup(int i, int start, int end) const;
   // The only layer reading the value layer `producer` writes into blob `blob`, else -1.
   int SoleReader(int producer, int blob) const;
+  // Mixed precision (net_amp.cpp). The storage type of layer i's new tops.
+  DataType AmpTopStorage(int layer_id, bool is_output) const;
+  // Builds layer i's layer_bottoms_/layer_tops_, creating stand-ins for its half-precision tops
+  // (`output_names`: the blobs nothing consumes, which stay float32).
+  void AmpSetUpLayer(int layer_id, const std::set<std::string>& output_names);
+  // The blobs of layer i that have stand-ins, each once; AmpBind gives those stand-ins float32
+  // memory in the net's scratch (layers run one at a time), shaped as their blobs.
+  std::vector<int> AmpBlobs(int layer_id) const;
+  void AmpBind(int layer_id);
+  // The bytes a float32 stand-in of `blob` (data or diff) takes in that scratch.
+  static size_t AmpScratchBytes(const Blob& blob);
+  // Before layer i runs: AmpBind, then the blobs' values converted in (Forward: the bottoms' data;
+  // Backward: the bottoms' data and the tops' data and diff). After: the tops' data (Forward), or
+  // the gradients of the bottoms in `propagate_down` (Backward), rounded back into the blobs.
+  void AmpBefore(int layer_id, bool backward);
+  void AmpAfter(int layer_id, bool backward, const std::vector<bool>* propagate_down = nullptr);
+  // Reshape of layer i through its stand-ins.
+  void ReshapeLayer(int layer_id);
   std::string LayerLocation(int layer_param_index, const std::string& field) const;
   std::string ErrorAt(int layer_param_index, const std::string& field) const;
 
@@ -350,6 +401,13 @@ class Net {
   std::vector<char> backward_done_;
   // Scratch shared by the layers (layers run one at a time).
   std::shared_ptr<Workspace> workspace_;
+  Amp amp_ = Amp::kOff;
+  double loss_scale_ = 1;
+  std::vector<BlobVec> layer_bottoms_, layer_tops_;
+  // Per blob: its float32 stand-in when it is stored in half precision, else null.
+  std::vector<std::unique_ptr<Blob>> standins_;
+  // The stand-ins' memory while a layer runs (one layer at a time).
+  std::shared_ptr<SyncedMemory> amp_scratch_;
 };
 
 // NetState filtering: keeps the layers whose include/exclude rules match `param.state()`.

@@ -42,6 +42,7 @@ struct SolverOptions {
 };
 
 class IterationGraph;
+class LossScaler;
 class ProgressLine;
 class TrainingLog;
 namespace dist {
@@ -98,6 +99,8 @@ class Solver {
   // last iteration replayed one, and why not ("" when it did or is about to).
   bool graph_replayed() const;
   std::string graph_reason() const;
+  // FP16 training (amp: FP16, --amp fp16): the loss scaler's current scale; 1 otherwise.
+  double loss_scale() const;
   // Turns the graphs on or off from the next iteration (a new graph is captured when on).
   void set_cuda_graph(bool on);
 
@@ -134,6 +137,9 @@ class Solver {
   // the first iteration (Net::PrepareCpuEngines), kept so that a resumed run runs the same ones.
   void SaveCpuEngines(SolverState* state) const;
   void RestoreCpuEngines(const SolverState& state);
+  // The FP16 loss scaler's state (SolverState.amp_loss_scale, amp_clean_iterations), and back.
+  void SaveAmpState(SolverState* state) const;
+  void RestoreAmpState(const SolverState& state);
 
   SolverParameter param_;
   SolverOptions options_;
@@ -197,6 +203,10 @@ class Solver {
   bool cpu_engines_prepared_ = false;
   // The train net's iteration as a CUDA graph (GPU nets).
   std::unique_ptr<IterationGraph> graph_;
+  // The nets' mixed precision: the solver's amp field, else the process default (--amp).
+  Amp SolverAmp() const;
+  // FP16 training's loss scaler (null otherwise).
+  std::unique_ptr<LossScaler> scaler_;
   // One forward/backward pass (and, when captured, the update): the iteration's loss.
   double ForwardBackwardPass(bool last_pass, bool* updated);
 };

@@ -172,8 +172,27 @@ void Blob::TypeMismatch(DataType requested) const {
                       " was requested"));
 }
 
+namespace {
+bool IsHalf(DataType type) { return type == DataType::kFloat16 || type == DataType::kBFloat16; }
+// Element `index` of a buffer of half values (mixed precision's storage), widened.
+float HalfAt(DataType type, const void* values, int64_t index) {
+  const uint16_t v = static_cast<const uint16_t*>(values)[index];
+  return type == DataType::kFloat16 ? HalfToFloat(v) : BFloat16ToFloat(v);
+}
+// Sum of |x| or x^2 over a buffer of half values, in double (host; tests, --check-nan).
+double HalfReduce(DataType type, const void* values, int64_t n, bool squares) {
+  double s = 0;
+  for (int64_t i = 0; i < n; ++i) {
+    const double v = HalfAt(type, values, i);
+    s += squares ? v * v : std::fabs(v);
+  }
+  return s;
+}
+}  // namespace
+
 double Blob::data_at(int64_t index) const {
   CREMA_ASSERT(index >= 0 && index < count_);
+  if (IsHalf(dtype_)) return HalfAt(dtype_, data_->cpu_data(), index);
   double v = 0;
   CREMA_DISPATCH_FLOAT(dtype_, T, v = cpu_data<T>()[index]);
   return v;
@@ -181,6 +200,7 @@ double Blob::data_at(int64_t index) const {
 
 double Blob::diff_at(int64_t index) const {
   CREMA_ASSERT(index >= 0 && index < count_);
+  if (IsHalf(dtype_)) return HalfAt(dtype_, diff_->cpu_data(), index);
   double v = 0;
   CREMA_DISPATCH_FLOAT(dtype_, T, v = cpu_diff<T>()[index]);
   return v;
@@ -248,30 +268,37 @@ void Blob::SetDiffZero() {
   if (count_ > 0) ZeroMemory(diff_.get(), count_ * SizeOf(dtype_));
 }
 
+// Half storage is reduced on the host (these are for tests, logging and --check-nan).
 #ifdef CREMA_WITH_CUDA
-#define CREMA_BLOB_REDUCE(mem, gpu_fn, cpu_fn, gpu_ptr, cpu_ptr)            \
-  double s = 0;                                                             \
-  if (count_ == 0) return s;                                                \
-  if (OnGpu(*mem)) {                                                        \
-    CREMA_DISPATCH_FLOAT(dtype_, T, s = gpu::gpu_fn(count_, gpu_ptr<T>())); \
-  } else {                                                                  \
-    CREMA_DISPATCH_FLOAT(dtype_, T, s = cpu_fn(cpu_ptr<T>(), count_));      \
-  }                                                                         \
+#define CREMA_BLOB_REDUCE(mem, gpu_fn, cpu_fn, gpu_ptr, cpu_ptr, squares)          \
+  double s = 0;                                                                    \
+  if (count_ == 0) return s;                                                       \
+  if (IsHalf(dtype_)) return HalfReduce(dtype_, mem->cpu_data(), count_, squares); \
+  if (OnGpu(*mem)) {                                                               \
+    CREMA_DISPATCH_FLOAT(dtype_, T, s = gpu::gpu_fn(count_, gpu_ptr<T>()));        \
+  } else {                                                                         \
+    CREMA_DISPATCH_FLOAT(dtype_, T, s = cpu_fn(cpu_ptr<T>(), count_));             \
+  }                                                                                \
   return s
 #else
-#define CREMA_BLOB_REDUCE(mem, gpu_fn, cpu_fn, gpu_ptr, cpu_ptr)                     \
-  double s = 0;                                                                      \
-  if (count_ > 0) CREMA_DISPATCH_FLOAT(dtype_, T, s = cpu_fn(cpu_ptr<T>(), count_)); \
+#define CREMA_BLOB_REDUCE(mem, gpu_fn, cpu_fn, gpu_ptr, cpu_ptr, squares)                        \
+  double s = 0;                                                                                  \
+  if (count_ > 0 && IsHalf(dtype_)) return HalfReduce(dtype_, mem->cpu_data(), count_, squares); \
+  if (count_ > 0) CREMA_DISPATCH_FLOAT(dtype_, T, s = cpu_fn(cpu_ptr<T>(), count_));             \
   return s
 #endif
 
-double Blob::asum_data() const { CREMA_BLOB_REDUCE(data_, BlobAsum, AsumOf, gpu_data, cpu_data); }
-double Blob::asum_diff() const { CREMA_BLOB_REDUCE(diff_, BlobAsum, AsumOf, gpu_diff, cpu_diff); }
+double Blob::asum_data() const {
+  CREMA_BLOB_REDUCE(data_, BlobAsum, AsumOf, gpu_data, cpu_data, false);
+}
+double Blob::asum_diff() const {
+  CREMA_BLOB_REDUCE(diff_, BlobAsum, AsumOf, gpu_diff, cpu_diff, false);
+}
 double Blob::sumsq_data() const {
-  CREMA_BLOB_REDUCE(data_, BlobSumsq, SumsqOf, gpu_data, cpu_data);
+  CREMA_BLOB_REDUCE(data_, BlobSumsq, SumsqOf, gpu_data, cpu_data, true);
 }
 double Blob::sumsq_diff() const {
-  CREMA_BLOB_REDUCE(diff_, BlobSumsq, SumsqOf, gpu_diff, cpu_diff);
+  CREMA_BLOB_REDUCE(diff_, BlobSumsq, SumsqOf, gpu_diff, cpu_diff, true);
 }
 #undef CREMA_BLOB_REDUCE
 
@@ -306,6 +333,19 @@ void Blob::ShareDiff(const Blob& other) {
   CREMA_ASSERT(count_ == other.count_ && dtype_ == other.dtype_, shape_string(), " vs ",
                other.shape_string());
   diff_ = other.diff_;
+}
+
+void Blob::ReshapeInto(const std::vector<int>& shape, std::shared_ptr<SyncedMemory> data,
+                       std::shared_ptr<SyncedMemory> diff) {
+  Reshape(std::vector<int>{0});  // checks nothing, allocates nothing (the buffers come next)
+  int64_t count = 1;
+  for (int d : shape) count *= d;
+  const size_t bytes = static_cast<size_t>(count) * SizeOf(dtype_);
+  CREMA_ASSERT(data && diff && data->size() >= bytes && diff->size() >= bytes, bytes);
+  data_ = std::move(data);
+  diff_ = std::move(diff);
+  capacity_ = count;
+  Reshape(shape);
 }
 
 void Blob::UseDataMemory(std::shared_ptr<SyncedMemory> memory) {

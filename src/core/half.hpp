@@ -1,7 +1,8 @@
 #pragma once
 // IEEE 754 binary16 <-> binary32 on the CPU, bit-exact: FloatToHalf rounds to nearest, ties to
 // even (overflow to infinity, subnormals kept, NaN stays NaN); HalfToFloat is exact. Used for
-// fp16 weights in .caffemodel files (BlobProto.half_data, two little-endian bytes per value).
+// fp16 weights in .caffemodel files (BlobProto.half_data, two little-endian bytes per value) and
+// mixed precision (math/convert.hpp). bfloat16 (the upper half of a binary32) likewise.
 #include <cstdint>
 #include <cstring>
 #include <string>
@@ -54,6 +55,22 @@ inline uint16_t FloatToHalf(float f) {
   // Normal: the carry of the rounding may bump the exponent, which the addition handles.
   rounded = (static_cast<uint32_t>(exponent + 15) << 10) + (rounded - 0x400u);
   return sign | static_cast<uint16_t>(rounded);
+}
+
+inline float BFloat16ToFloat(uint16_t b) {
+  const uint32_t bits = static_cast<uint32_t>(b) << 16;
+  float f;
+  std::memcpy(&f, &bits, 4);
+  return f;
+}
+
+inline uint16_t FloatToBFloat16(float f) {
+  uint32_t bits;
+  std::memcpy(&bits, &f, 4);
+  if ((bits & 0x7fffffffu) > 0x7f800000u) return static_cast<uint16_t>((bits >> 16) | 0x40u);
+  // Round to nearest, ties to even; a carry out of the mantissa bumps the exponent (up to inf).
+  bits += 0x7fffu + ((bits >> 16) & 1u);
+  return static_cast<uint16_t>(bits >> 16);
 }
 
 // `count` values packed as two little-endian bytes each.

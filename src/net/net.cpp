@@ -85,6 +85,14 @@ void Net::Init(const NetParameter& in_param, const NetOptions& options) {
   std::map<std::string, int> blob_name_to_idx;
   std::map<std::string, int> available_blobs;  // name -> 1; ordered, as Caffe's std::set
   const int num_layers = param.layer_size();
+  amp_ = options.amp;
+  std::set<std::string> output_names;  // the blobs nothing consumes (mixed precision's policy)
+  for (const LayerParameter& layer : param.layer()) {
+    for (const std::string& bottom : layer.bottom()) output_names.erase(bottom);
+    for (const std::string& top : layer.top()) output_names.insert(top);
+  }
+  layer_bottoms_.resize(num_layers);
+  layer_tops_.resize(num_layers);
   bottom_vecs_.resize(num_layers);
   top_vecs_.resize(num_layers);
   bottom_id_vecs_.resize(num_layers);
@@ -136,8 +144,12 @@ void Net::Init(const NetParameter& in_param, const NetOptions& options) {
       const int needed = std::max(layer_ptr->MinTopBlobs(), layer_ptr->ExactNumTopBlobs());
       for (; num_top < needed; ++num_top) AppendTop(param, layer_id, num_top, nullptr);
     }
+    AmpSetUpLayer(layer_id, output_names);
     try {
-      layer_ptr->SetUp(bottom_vecs_[layer_id], top_vecs_[layer_id]);
+      if (amp_ != Amp::kOff) AmpBind(layer_id);
+      layer_ptr->SetUp(layer_bottoms_[layer_id], layer_tops_[layer_id]);
+      for (int t : top_id_vecs_[layer_id])
+        if (standins_[t]) blobs_[t]->ReshapeLike(*standins_[t]);
     } catch (const ConfigError& e) {
       const std::string what = e.what();
       // Layers prefix their own messages; add the location for those that don't.
@@ -191,6 +203,18 @@ void Net::Init(const NetParameter& in_param, const NetOptions& options) {
     if (param_owners_[i] < 0) continue;
     params_[i]->ShareData(*params_[param_owners_[i]]);
     params_[i]->ShareDiff(*params_[param_owners_[i]]);
+  }
+  if (amp_ != Amp::kOff) {
+    // One scratch for the stand-ins, sized to the layer that needs the most (they live in it
+    // only while their layer runs).
+    size_t scratch = 0;
+    for (int i = 0; i < num_layers; ++i) {
+      size_t bytes = 0;
+      for (int b : AmpBlobs(i)) bytes += 2 * AmpScratchBytes(*blobs_[b]);
+      scratch = std::max(scratch, bytes);
+    }
+    amp_scratch_ = std::make_shared<SyncedMemory>(scratch);
+    for (int i = 0; i < num_layers; ++i) AmpBind(i);
   }
   debug_info_ = param.debug_info();
   fold_batch_norm_ = options.fold_batch_norm;
@@ -335,6 +359,7 @@ void Net::AppendTop(const NetParameter& param, int layer_id, int top_id,
   auto blob = std::make_shared<Blob>();
   const int blob_id = static_cast<int>(blobs_.size());
   blobs_.push_back(blob);
+  standins_.emplace_back();
   blob_names_.push_back(blob_name);
   blob_need_backward_.push_back(false);
   if (blob_name_to_idx) (*blob_name_to_idx)[blob_name] = blob_id;
@@ -501,13 +526,15 @@ double Net::ForwardFromTo(int start, int end) {
       layer->set_fused_relu(relu <= end,
                             layers_[relu]->layer_param().relu_param().negative_slope());
     running_layer_ = i;
-    loss += layer->Forward(bottom_vecs_[i], top_vecs_[i]);
+    AmpBefore(i, false);
+    loss += layer->Forward(layer_bottoms_[i], layer_tops_[i]);
+    AmpAfter(i, false);
     if (debug_info_) ForwardDebugInfo(i);
     if (check_finite_) CheckFinite(i, true);
   }
   running_layer_ = -1;
   if (memory_layout_ && end == num_layers() - 1) CheckMemoryPlan();
-  return loss;
+  return loss / loss_scale_;
 }
 
 void Net::SetMemoryPlan(MemoryPlan mode, const std::vector<std::string>& keep_blobs) {
@@ -530,7 +557,7 @@ void Net::SetMemoryPlan(MemoryPlan mode, const std::vector<std::string>& keep_bl
   planned_diff_.clear();
   memory_layout_.reset();
   if (had_plan)
-    for (int i = 0; i < num_layers(); ++i) layers_[i]->Reshape(bottom_vecs_[i], top_vecs_[i]);
+    for (int i = 0; i < num_layers(); ++i) ReshapeLayer(i);
   memory_plan_ = mode;
   keep_blobs_ = keep_blobs;
   // An inference plan refuses Backward, so layers may drop what only Backward reads.
@@ -613,14 +640,16 @@ void Net::BackwardFromTo(int start, int end) {
     if (const int bn = FusedBackwardGroup(i, start, end); bn >= 0) {
       // The ReLU's, the Scale's and the BatchNorm's backward in one BatchNorm call.
       const bool bottom_down = layer_need_backward_[bn] && bottom_need_backward_[bn][0];
+      AmpBefore(bn, true);
       static_cast<BatchNormLayer*>(layers_[bn].get())
-          ->BackwardFused(top_vecs_[bn], bottom_down, bottom_vecs_[bn]);
+          ->BackwardFused(layer_tops_[bn], bottom_down, layer_bottoms_[bn]);
+      AmpAfter(bn, true, &bottom_need_backward_[bn]);
       backward_done_[group_scale_of_[bn]] = 1;
       backward_done_[bn] = 1;
       continue;
     }
     if (!layer_need_backward_[i]) continue;
-    layers_[i]->Backward(top_vecs_[i], bottom_need_backward_[i], bottom_vecs_[i]);
+    BackwardLayer(i);
     if (debug_info_) BackwardDebugInfo(i);
     if (check_finite_) CheckFinite(i, false);
   }
@@ -644,7 +673,7 @@ void Net::Backward() {
 }
 
 void Net::Reshape() {
-  for (int i = 0; i < num_layers(); ++i) layers_[i]->Reshape(bottom_vecs_[i], top_vecs_[i]);
+  for (int i = 0; i < num_layers(); ++i) ReshapeLayer(i);
   ApplyMemoryPlan();
 }
 

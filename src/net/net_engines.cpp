@@ -152,11 +152,13 @@ void Net::PrepareCpuEngines() {
     // Scratch inputs and outputs (zeros: the time does not depend on the values).
     std::vector<std::unique_ptr<Blob>> scratch;
     BlobVec bottom, top;
-    for (const Blob* b : bottom_vecs_[i]) {
-      scratch.push_back(std::make_unique<Blob>(b->shape(), b->dtype()));
+    // (Of the types the layer sees: float32 stand-ins of half-precision blobs under --amp.)
+    for (size_t j = 0; j < bottom_vecs_[i].size(); ++j) {
+      scratch.push_back(
+          std::make_unique<Blob>(bottom_vecs_[i][j]->shape(), layer_bottoms_[i][j]->dtype()));
       bottom.push_back(scratch.back().get());
     }
-    for (const Blob* t : top_vecs_[i]) {
+    for (const Blob* t : layer_tops_[i]) {
       scratch.push_back(std::make_unique<Blob>(t->dtype()));
       top.push_back(scratch.back().get());
     }

@@ -99,7 +99,8 @@ void Net::PlanFold() {
   // is a blob of its own must not be kept.
   const auto foldable_top = [&](int layer, int bottom_blob) {
     const int top = top_id_vecs_[layer][0];
-    return blob_loss_weights_[top] == 0 &&
+    // (Under --amp a top of another storage type cannot alias the convolution's.)
+    return blob_loss_weights_[top] == 0 && blobs_[top]->dtype() == blobs_[bottom_blob]->dtype() &&
            (top == bottom_blob || !keep.count(blob_names_[bottom_blob]));
   };
   for (int l = 0; l < num_layers(); ++l) {
@@ -170,7 +171,8 @@ void Net::ApplyFold() {
       copy->set_dtype(conv.dtype());
       copy->set_workspace(workspace_);
       copy->set_forward_only(conv.forward_only());
-      copy->SetUp(bottom_vecs_[l], top_vecs_[l]);
+      if (amp_ != Amp::kOff) AmpBind(l);
+      copy->SetUp(layer_bottoms_[l], layer_tops_[l]);
       folded_convs_[l] = std::move(copy);
     }
     Blob* folded_weight = folded_convs_[l]->blobs()[0].get();

@@ -23,6 +23,7 @@ std::string Net::GraphCaptureBlocker() const {
   if (!device_.is_cuda()) return "the net runs on the CPU";
   if (debug_info_) return "debug_info reads every blob on the host";
   if (check_finite_) return "--check-nan reads every blob on the host";
+  if (amp_ != Amp::kOff) return "--amp converts blobs around the layers outside a graph";
   if (num_input_layers() == num_layers()) return "the net has only data layers";
   for (int i = num_input_layers(); i < num_layers(); ++i) {
     if (folded_into_[i] >= 0) continue;

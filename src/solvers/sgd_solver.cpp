@@ -255,6 +255,9 @@ void SGDSolver::SnapshotSolverState(const std::string& model_filename) {
       SolverState engines;
       SaveCpuEngines(&engines);
       if (engines.cpu_engine_size() > 0) WriteHdf5Text(file.id(), "cpu_engine", engines);
+      SolverState amp;
+      SaveAmpState(&amp);
+      if (amp.has_amp_loss_scale()) WriteHdf5Text(file.id(), "amp_state", amp);
       Hdf5Handle history(file.CreateGroup("history"));
       for (size_t i = 0; i < history_.size(); ++i)
         WriteBlobToHDF5(history.get(), std::to_string(i), *history_[i], false);
@@ -271,6 +274,7 @@ void SGDSolver::SnapshotSolverState(const std::string& model_filename) {
   if (HasCallbacks()) *state.mutable_callback_state() = callback_state_;
   SaveDataStates(&state);
   SaveCpuEngines(&state);
+  SaveAmpState(&state);
   for (const BlobPtr& blob : history_) blob->ToProto(state.add_history());
   const std::string filename = SnapshotFilename(".solverstate");
   LOG(INFO) << "Snapshotting solver state to binary proto file " << filename;
@@ -317,6 +321,7 @@ void SGDSolver::RestoreSolverStateFromBinaryProto(const std::string& state_file)
   }
   RestoreDataStates(state, state_file);
   RestoreCpuEngines(state);
+  RestoreAmpState(state);
 }
 
 void SGDSolver::RestoreSolverStateFromHDF5(const std::string& state_file) {
@@ -339,6 +344,9 @@ void SGDSolver::RestoreSolverStateFromHDF5(const std::string& state_file) {
   SolverState engines;
   ReadHdf5Text(file.id(), "cpu_engine", state_file, &engines);
   RestoreCpuEngines(engines);
+  SolverState amp;
+  ReadHdf5Text(file.id(), "amp_state", state_file, &amp);
+  RestoreAmpState(amp);
 }
 
 CREMA_REGISTER_SOLVER(SGD, SGDSolver);

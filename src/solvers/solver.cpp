@@ -20,6 +20,7 @@
 #include "net/output_means.hpp"
 #include "net/weights_match.hpp"
 #include "solvers/distributed.hpp"
+#include "solvers/loss_scaler.hpp"
 #include "solvers/lr_policy.hpp"
 #include "solvers/progress_line.hpp"
 #include "solvers/solver_internal.hpp"
@@ -102,9 +103,17 @@ Solver::Solver(const SolverParameter& param, const SolverOptions& options)
     std::error_code ec;
     fs::remove(probe, ec);
   }
+  if (param_.amp_scale_window() < 1)
+    throw ConfigError(ErrorAt("amp_scale_window") +
+                      StrCat("amp_scale_window must be >= 1, got ", param_.amp_scale_window()));
+  if (!(param_.amp_loss_scale() > 0) || !std::isfinite(param_.amp_loss_scale()))
+    throw ConfigError(ErrorAt("amp_loss_scale") +
+                      StrCat("amp_loss_scale must be > 0, got ", param_.amp_loss_scale()));
   SetUpDeterminism();
   if (param_.random_seed() >= 0) SetRandomSeed(param_.random_seed());
   InitTrainNet();
+  if (net_->amp() == Amp::kFloat16)
+    scaler_ = std::make_unique<LossScaler>(param_.amp_loss_scale(), param_.amp_scale_window());
   ApplyEpochSettings();
   for (const auto& [field, message] : SolverWarnings(param_))
     LOG(WARNING) << ErrorAt(field) << message;
@@ -119,6 +128,8 @@ Solver::Solver(const SolverParameter& param, const SolverOptions& options)
 Solver::~Solver() = default;
 
 bool Solver::graph_replayed() const { return graph_ && graph_->replayed(); }
+
+double Solver::loss_scale() const { return scaler_ ? scaler_->scale() : 1; }
 
 std::string Solver::graph_reason() const {
   return graph_ ? graph_->reason() : "the train net runs on the CPU";
@@ -190,6 +201,7 @@ void Solver::InitTrainNet() {
   net_options.state = state;
   net_options.source = source;
   net_options.memory_plan = options_.train_net_memory_plan;
+  net_options.amp = SolverAmp();
   if (dist::Active()) ShardTrainData(&net_param);
   net_ = std::make_unique<Net>(net_param, net_options);
   net_->set_debug_info(param_.debug_info());
@@ -323,6 +335,7 @@ void Solver::InitTestNets() {
     net_options.state = state;
     net_options.source = sources[i];
     net_options.memory_plan = options_.test_net_memory_plan;
+    net_options.amp = SolverAmp();
     auto net = std::make_unique<Net>(net_params[i], net_options);
     net->set_debug_info(param_.debug_info());
     for (const std::string& weights : param_.weights()) {
@@ -354,6 +367,19 @@ void Solver::InitTestNets() {
               << " -> " << shared->bytes() << " bytes (" << separate - shared->bytes() << " saved)";
   }
   if (param_.test_whole_set()) ApplyTestWholeSet();
+}
+
+Amp Solver::SolverAmp() const {
+  if (!param_.has_amp()) return AmpDefault();
+  switch (param_.amp()) {
+    case SolverParameter::FP16:
+      return Amp::kFloat16;
+    case SolverParameter::BF16:
+      return Amp::kBFloat16;
+    case SolverParameter::AMP_OFF:
+      break;
+  }
+  return Amp::kOff;
 }
 
 void Solver::SetUpDeterminism() {
@@ -401,7 +427,8 @@ void Solver::Step(int iters) {
   if (!graph_ && net_->device().is_cuda())
     graph_ = std::make_unique<IterationGraph>(net_.get(), options_.cuda_graph);
   // One pass per iteration, without all-reduce: the iteration is the graph's to capture.
-  const bool use_graph = graph_ && param_.iter_size() == 1 && !reducer_;
+  // (The loss scaler decides on the update after Backward, on the host.)
+  const bool use_graph = graph_ && param_.iter_size() == 1 && !reducer_ && !scaler_;
 
   while (iter_ < stop_iter) {
     if (!use_graph) net_->ClearParamDiffs();
@@ -415,6 +442,7 @@ void Solver::Step(int iters) {
     net_->set_debug_info(display && param_.debug_info());
     // This iteration's rate, for the logs (before PrepareUpdate moves the schedule on).
     const double rate = GetLearningRate();
+    if (scaler_ && net_->loss_scale() != scaler_->scale()) net_->set_loss_scale(scaler_->scale());
     // Accumulate gradients over iter_size forward/backward passes; the loss is their mean.
     double loss = 0;
     bool updated = false;
@@ -489,7 +517,8 @@ void Solver::Step(int iters) {
       }
       log_->Iteration(iter_, SecondsSince(start_time_), rate, loss, smoothed_loss_, outputs);
     }
-    if (!updated) ApplyUpdate();
+    // FP16: an overflowed iteration skips its update (and still counts, as in PyTorch).
+    if (!updated && (!scaler_ || scaler_->Unscale(net_.get(), iter_))) ApplyUpdate();
     // iter_ counts the updates applied so far.
     ++iter_;
     if (progress_) {

@@ -8,6 +8,7 @@
 #include "crema/solver.hpp"
 #include "math/dnnl_engine.hpp"
 #include "solvers/distributed.hpp"
+#include "solvers/loss_scaler.hpp"
 
 namespace crema {
 namespace {
@@ -99,6 +100,14 @@ void Solver::RestoreCpuEngines(const SolverState& state) {
     choice->Restore(
         {saved.direction(), {saved.shape().begin(), saved.shape().end()}, saved.dnnl()});
   }
+}
+
+void Solver::SaveAmpState(SolverState* state) const {
+  if (scaler_) scaler_->Save(state);
+}
+
+void Solver::RestoreAmpState(const SolverState& state) {
+  if (scaler_) scaler_->Restore(state);
 }
 
 }  // namespace crema
