@@ -1,6 +1,9 @@
 #include "math/convert.hpp"
 
+#if defined(__x86_64__)
+#include <cpuid.h>
 #include <immintrin.h>
+#endif
 
 #include <cstring>
 
@@ -29,10 +32,17 @@ __attribute__((target("avx,f16c"))) void HalfToFloatF16c(int64_t n, const uint16
                      _mm256_cvtph_ps(_mm_loadu_si128(reinterpret_cast<const __m128i*>(x + i))));
   for (; i < n; ++i) y[i] = HalfToFloat(x[i]);
 }
+// CPUID leaf 1: AVX (ECX bit 28) with the OS saving the AVX state (OSXSAVE, bit 27; XCR0 bits 1
+// and 2), and F16C (bit 29). (clang's __builtin_cpu_supports does not know "f16c".)
 bool HasF16c() {
   static const bool has = [] {
-    __builtin_cpu_init();
-    return __builtin_cpu_supports("avx") && __builtin_cpu_supports("f16c");
+    unsigned eax = 0, ebx = 0, ecx = 0, edx = 0;
+    if (__get_cpuid(1, &eax, &ebx, &ecx, &edx) == 0) return false;
+    const bool avx = (ecx & (1u << 28)) != 0 && (ecx & (1u << 27)) != 0;
+    if (!avx || (ecx & (1u << 29)) == 0) return false;
+    unsigned xcr0_low = 0, xcr0_high = 0;
+    __asm__("xgetbv" : "=a"(xcr0_low), "=d"(xcr0_high) : "c"(0));
+    return (xcr0_low & 6u) == 6u;
   }();
   return has;
 }
