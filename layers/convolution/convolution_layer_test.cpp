@@ -14,6 +14,7 @@
 #include "core/rng.hpp"
 #include "crema/layer_registry.hpp"
 #include "layers/convolution/depthwise_conv.hpp"
+#include "math/cpu_isa.hpp"
 #include "support/gradient_checker.hpp"
 #include "support/layer_test.hpp"
 #include "support/reference.hpp"
@@ -345,6 +346,22 @@ void ExpectAllNear(const std::vector<double>& fast, const std::vector<double>& g
     ASSERT_NEAR(fast[i], generic[i], tolerance * scale) << what << " at " << i;
 }
 
+// The depthwise path against im2col + GEMM on one layer, in double and float.
+void ExpectFastPathMatchesIm2colGemm(const std::string& body, const std::vector<int>& shape) {
+  for (DataType dtype : {DataType::kFloat64, DataType::kFloat32}) {
+    SCOPED_TRACE(DataTypeName(dtype));
+    const double tolerance = dtype == DataType::kFloat64 ? 1e-12 : 2e-5;
+    const ConvRun fast = RunConv(body, shape, dtype, true);
+    const ConvRun generic = RunConv(body, shape, dtype, false);
+    ExpectAllNear(fast.top, generic.top, tolerance, "top");
+    ExpectAllNear(fast.bottom_diff, generic.bottom_diff, tolerance, "bottom diff");
+    ExpectAllNear(fast.weight_diff, generic.weight_diff, tolerance, "weight diff");
+    ExpectAllNear(fast.bias_diff, generic.bias_diff, tolerance, "bias diff");
+    // The runs differ from an unrelated one: the comparison can fail.
+    EXPECT_GT(std::abs(fast.top[0] - fast.top[1]) + std::abs(fast.weight_diff[0]), 0.0);
+  }
+}
+
 TEST(ConvolutionDepthwise, FastPathMatchesIm2colGemm) {
   const std::vector<std::pair<std::string, std::vector<int>>> cases = {
       {"num_output: 8 kernel_size: 3 group: 8 pad: 1", {2, 8, 9, 7}},
@@ -365,17 +382,50 @@ TEST(ConvolutionDepthwise, FastPathMatchesIm2colGemm) {
     const ConvolutionParameter& p = param.convolution_param();
     ASSERT_TRUE(UseDepthwiseConv(2, shape[1], static_cast<int>(p.group()),
                                  static_cast<int>(p.num_output()), false));
-    for (DataType dtype : {DataType::kFloat64, DataType::kFloat32}) {
-      SCOPED_TRACE(DataTypeName(dtype));
-      const double tolerance = dtype == DataType::kFloat64 ? 1e-12 : 2e-5;
-      const ConvRun fast = RunConv(body, shape, dtype, true);
-      const ConvRun generic = RunConv(body, shape, dtype, false);
-      ExpectAllNear(fast.top, generic.top, tolerance, "top");
-      ExpectAllNear(fast.bottom_diff, generic.bottom_diff, tolerance, "bottom diff");
-      ExpectAllNear(fast.weight_diff, generic.weight_diff, tolerance, "weight diff");
-      ExpectAllNear(fast.bias_diff, generic.bias_diff, tolerance, "bias diff");
-      // The runs differ from an unrelated one: the comparison can fail.
-      EXPECT_GT(std::abs(fast.top[0] - fast.top[1]) + std::abs(fast.weight_diff[0]), 0.0);
+    ExpectFastPathMatchesIm2colGemm(body, shape);
+  }
+}
+
+// 3x3 depthwise layers (stride 1 or 2, any pad) go through padded planes compiled once per
+// instruction set: each level this CPU has matches im2col + GEMM, and the fused ReLU is the
+// ReLU of the plain output.
+TEST(ConvolutionDepthwise, ThreeByThreePlanesOnEveryInstructionSet) {
+  const std::vector<std::pair<std::string, std::vector<int>>> cases = {
+      {"num_output: 6 kernel_size: 3 group: 6 pad: 1", {2, 6, 14, 14}},
+      {"num_output: 6 kernel_size: 3 group: 6 pad: 1", {1, 6, 1, 1}},
+      {"num_output: 4 kernel_size: 3 group: 4", {2, 4, 7, 19}},
+      {"num_output: 4 kernel_size: 3 group: 4 pad: 2", {1, 4, 5, 6}},
+      {"num_output: 5 kernel_size: 3 group: 5 pad: 1 stride: 2", {2, 5, 14, 14}},
+      {"num_output: 5 kernel_size: 3 group: 5 pad: 1 stride: 2", {2, 5, 7, 9}},
+      {"num_output: 3 kernel_size: 3 group: 3 stride: 2 bias_term: false", {1, 3, 8, 11}},
+      {"num_output: 3 kernel_size: 3 group: 3 pad: 3 stride: 2", {1, 3, 4, 5}},
+      {"num_output: 8 kernel_size: 3 group: 4 pad: 1", {2, 4, 9, 33}},
+      {"num_output: 64 kernel_size: 3 group: 64 pad: 1 stride: 2", {1, 64, 28, 28}},
+  };
+  struct IsaLimit {
+    ~IsaLimit() { SetCpuIsaLimit(CpuIsa::kAvx512); }
+  } restore;
+  for (CpuIsa isa : {CpuIsa::kBaseline, CpuIsa::kAvx2Fma, CpuIsa::kAvx512}) {
+    SetCpuIsaLimit(isa);
+    if (CpuIsaLevel() != isa) continue;  // not on this CPU
+    SCOPED_TRACE(CpuIsaName(isa));
+    for (const auto& [body, shape] : cases) {
+      SCOPED_TRACE(body + " on " + Blob(shape).shape_string());
+      ExpectFastPathMatchesIm2colGemm(body, shape);
+      // The fused ReLU (negative slope 0.25) on the same plane.
+      LayerParameter param = ParseLayerParam("type: 'Convolution' " + Conv(body));
+      ConvolutionLayer layer(param);
+      Blob bottom(shape), plain, fused;
+      FillUniform(&bottom, -1, 1);
+      layer.SetUp({&bottom}, {&plain});
+      layer.Forward({&bottom}, {&plain});
+      layer.Reshape({&bottom}, {&fused});
+      layer.set_fused_relu(true, 0.25f);
+      layer.Forward({&bottom}, {&fused});
+      for (int64_t i = 0; i < plain.count(); ++i) {
+        const float x = plain.cpu_data<float>()[i];
+        ASSERT_EQ(fused.cpu_data<float>()[i], std::max(x, 0.f) + 0.25f * std::min(x, 0.f)) << i;
+      }
     }
   }
 }

@@ -5,6 +5,7 @@
 #include <vector>
 
 #include "math/activation.hpp"
+#include "math/cpu_isa.hpp"
 
 namespace crema {
 namespace {
@@ -42,6 +43,180 @@ struct Taps {
 
 constexpr int64_t kParallelWork = 65536;
 
+// ---- 3x3 planes, stride 1 or 2, dilation 1 (MobileNet's and most depthwise layers) ----
+// Each plane is first copied into a zero-padded one holding exactly the rows and columns its
+// outputs read, so the loop over a row's outputs has no bounds to test and every tap is a unit
+// stride: for stride 2 each padded row is stored as its even columns then its odd ones (output
+// x reads padded columns 2x, 2x + 1, 2x + 2 = even[x], odd[x], even[x + 1]). Each output is
+// bias + its nine taps summed in the generic loop's order (row by row, left to right). The loop
+// is compiled for the baseline, AVX2 + FMA and AVX-512 and picked by CpuIsaLevel().
+
+// The padded plane of output rows [0, out_height) and columns [0, out_width).
+struct Padded3x3 {
+  int stride = 1;
+  int rows = 0, cols = 0;  // (out - 1) * stride + 3
+  int even = 0;            // stride 2: the even columns come first, (cols + 1) / 2 of them
+};
+
+bool Uses3x3Planes(const DepthwiseShape& s) {
+  return s.kernel_h == 3 && s.kernel_w == 3 && s.dilation_h == 1 && s.dilation_w == 1 &&
+         s.stride_h == s.stride_w && (s.stride_w == 1 || s.stride_w == 2);
+}
+
+Padded3x3 PaddedGeometry(const DepthwiseShape& s) {
+  Padded3x3 g;
+  g.stride = s.stride_w;
+  g.rows = (s.out_height - 1) * g.stride + 3;
+  g.cols = (s.out_width - 1) * g.stride + 3;
+  g.even = (g.cols + 1) / 2;
+  return g;
+}
+
+template <typename T>
+struct Plane3x3Args {
+  const DepthwiseShape* shape;
+  const Padded3x3* geometry;
+  const T* in;  // the input plane
+  T* padded;    // geometry->rows * cols values, zero where no input value lands
+  T* acc;       // stride 1: out_height * cols values
+  const T* w;   // 9 taps
+  T bias;
+  const T* relu_slope;  // null: no fused ReLU
+  T* out;
+};
+
+// Copies the input plane into the padded one; the border stays zero from before.
+template <typename T>
+__attribute__((always_inline)) inline void PadPlane(const Plane3x3Args<T>& a) {
+  const DepthwiseShape& s = *a.shape;
+  const Padded3x3& g = *a.geometry;
+  const int copied = std::max(0, std::min(s.width, g.cols - s.pad_w));
+  for (int y = 0; y < s.height && y + s.pad_h < g.rows; ++y) {
+    const T* __restrict src = a.in + static_cast<int64_t>(y) * s.width;
+    T* __restrict row = a.padded + static_cast<int64_t>(y + s.pad_h) * g.cols;
+    if (g.stride == 1) {
+      for (int x = 0; x < copied; ++x) row[s.pad_w + x] = src[x];
+      continue;
+    }
+    // Padded column c = x + pad_w: even c at row[c / 2], odd c at row[even + c / 2].
+    const int even_end = std::min(g.even, (copied + s.pad_w + 1) / 2);
+    const int odd_end = std::min(g.cols - g.even, (copied + s.pad_w) / 2);
+    for (int j = (s.pad_w + 1) / 2; j < even_end; ++j) row[j] = src[2 * j - s.pad_w];
+    T* __restrict odd = row + g.even;
+    for (int j = s.pad_w / 2; j < odd_end; ++j) odd[j] = src[2 * j + 1 - s.pad_w];
+  }
+}
+
+template <typename T, int kStride>
+__attribute__((always_inline)) inline void Plane3x3Body(const Plane3x3Args<T>& a) {
+  const DepthwiseShape& s = *a.shape;
+  const Padded3x3& g = *a.geometry;
+  PadPlane(a);
+  const T w0 = a.w[0], w1 = a.w[1], w2 = a.w[2], w3 = a.w[3], w4 = a.w[4], w5 = a.w[5], w6 = a.w[6],
+          w7 = a.w[7], w8 = a.w[8], bias = a.bias;
+  const int out_width = s.out_width;
+  const int64_t cols = g.cols;
+  if (kStride == 1) {
+    // One loop over the plane as a flat array with the padded row length: output (y, x) is
+    // acc[y * cols + x]; the two last values of each row (x >= out_width) are never read. The
+    // last row stops before them, inside the padded plane.
+    const T* __restrict r0 = a.padded;
+    const T* __restrict r1 = r0 + cols;
+    const T* __restrict r2 = r1 + cols;
+    T* __restrict acc = a.acc;
+    const int64_t n = s.out_height * cols - 2;
+    for (int64_t i = 0; i < n; ++i)
+      acc[i] = bias + w0 * r0[i] + w1 * r0[i + 1] + w2 * r0[i + 2] + w3 * r1[i] + w4 * r1[i + 1] +
+               w5 * r1[i + 2] + w6 * r2[i] + w7 * r2[i + 1] + w8 * r2[i + 2];
+    for (int y = 0; y < s.out_height; ++y) {
+      const T* __restrict from = acc + y * cols;
+      T* __restrict o = a.out + static_cast<int64_t>(y) * out_width;
+      if (a.relu_slope == nullptr) {
+        for (int x = 0; x < out_width; ++x) o[x] = from[x];
+      } else {
+        const T slope = *a.relu_slope;
+        for (int x = 0; x < out_width; ++x) o[x] = ReLUValue(from[x], slope);
+      }
+    }
+    return;
+  }
+  for (int y = 0; y < s.out_height; ++y) {
+    const T* __restrict r0 = a.padded + static_cast<int64_t>(y) * 2 * cols;
+    const T* __restrict r1 = r0 + cols;
+    const T* __restrict r2 = r1 + cols;
+    const T* __restrict d0 = r0 + g.even;
+    const T* __restrict d1 = r1 + g.even;
+    const T* __restrict d2 = r2 + g.even;
+    T* __restrict o = a.out + static_cast<int64_t>(y) * out_width;
+    for (int x = 0; x < out_width; ++x)
+      o[x] = bias + w0 * r0[x] + w1 * d0[x] + w2 * r0[x + 1] + w3 * r1[x] + w4 * d1[x] +
+             w5 * r1[x + 1] + w6 * r2[x] + w7 * d2[x] + w8 * r2[x + 1];
+    if (a.relu_slope != nullptr) {
+      const T slope = *a.relu_slope;
+      for (int x = 0; x < out_width; ++x) o[x] = ReLUValue(o[x], slope);
+    }
+  }
+}
+
+template <typename T, int kStride>
+void Plane3x3Baseline(const Plane3x3Args<T>& a) {
+  Plane3x3Body<T, kStride>(a);
+}
+#if defined(__x86_64__)
+template <typename T, int kStride>
+__attribute__((target("avx2,fma"))) void Plane3x3Avx2(const Plane3x3Args<T>& a) {
+  Plane3x3Body<T, kStride>(a);
+}
+template <typename T, int kStride>
+__attribute__((target("avx512f"))) void Plane3x3Avx512(const Plane3x3Args<T>& a) {
+  Plane3x3Body<T, kStride>(a);
+}
+#endif
+
+template <typename T, int kStride>
+void (*Plane3x3For(CpuIsa isa))(const Plane3x3Args<T>&) {
+#if defined(__x86_64__)
+  if (isa == CpuIsa::kAvx512) return Plane3x3Avx512<T, kStride>;
+  if (isa == CpuIsa::kAvx2Fma) return Plane3x3Avx2<T, kStride>;
+#endif
+  (void)isa;
+  return Plane3x3Baseline<T, kStride>;
+}
+
+template <typename T>
+void DepthwiseForward3x3(const DepthwiseShape& s, const T* bottom, const T* weight, const T* bias,
+                         T* top, const T* relu_slope) {
+  const Padded3x3 g = PaddedGeometry(s);
+  const CpuIsa isa = CpuIsaLevel();
+  const auto plane = g.stride == 1 ? Plane3x3For<T, 1>(isa) : Plane3x3For<T, 2>(isa);
+  const int num_output = s.channels * s.multiplier;
+  const int64_t in_plane = static_cast<int64_t>(s.height) * s.width;
+  const int64_t out_plane = static_cast<int64_t>(s.out_height) * s.out_width;
+  const int64_t planes = s.num * num_output;
+#pragma omp parallel if (planes * out_plane * 9 > kParallelWork)
+  {
+    // Zero once: each plane writes the same interior.
+    std::vector<T> padded(static_cast<size_t>(g.rows) * g.cols);
+    std::vector<T> acc(g.stride == 1 ? static_cast<size_t>(s.out_height) * g.cols : 0);
+#pragma omp for
+    for (int64_t p = 0; p < planes; ++p) {
+      const int64_t n = p / num_output;
+      const int o = static_cast<int>(p % num_output);
+      const Plane3x3Args<T> a{&s,
+                              &g,
+                              bottom + (n * s.channels + o / s.multiplier) * in_plane,
+                              padded.data(),
+                              acc.data(),
+                              weight + o * 9,
+                              bias ? bias[o] : T(0),
+                              relu_slope,
+                              top + p * out_plane};
+      plane(a);
+    }
+  }
+}
+// ---- end 3x3 planes ----
+
 }  // namespace
 
 bool UseDepthwiseConv(int num_spatial_axes, int channels, int group, int num_output,
@@ -56,6 +231,7 @@ bool DepthwiseConvEnabled() { return depthwise_enabled.load(); }
 template <typename T>
 void DepthwiseConvForward(const DepthwiseShape& s, const T* bottom, const T* weight, const T* bias,
                           T* top, const T* relu_slope) {
+  if (Uses3x3Planes(s)) return DepthwiseForward3x3(s, bottom, weight, bias, top, relu_slope);
   const Taps taps(s);
   const int num_output = s.channels * s.multiplier;
   const int64_t in_plane = static_cast<int64_t>(s.height) * s.width;

@@ -1,13 +1,13 @@
 #include "math/convert.hpp"
 
 #if defined(__x86_64__)
-#include <cpuid.h>
 #include <immintrin.h>
 #endif
 
 #include <cstring>
 
 #include "core/half.hpp"
+#include "math/cpu_isa.hpp"
 
 namespace crema::cpu {
 namespace {
@@ -32,20 +32,6 @@ __attribute__((target("avx,f16c"))) void HalfToFloatF16c(int64_t n, const uint16
                      _mm256_cvtph_ps(_mm_loadu_si128(reinterpret_cast<const __m128i*>(x + i))));
   for (; i < n; ++i) y[i] = HalfToFloat(x[i]);
 }
-// CPUID leaf 1: AVX (ECX bit 28) with the OS saving the AVX state (OSXSAVE, bit 27; XCR0 bits 1
-// and 2), and F16C (bit 29). (clang's __builtin_cpu_supports does not know "f16c".)
-bool HasF16c() {
-  static const bool has = [] {
-    unsigned eax = 0, ebx = 0, ecx = 0, edx = 0;
-    if (__get_cpuid(1, &eax, &ebx, &ecx, &edx) == 0) return false;
-    const bool avx = (ecx & (1u << 28)) != 0 && (ecx & (1u << 27)) != 0;
-    if (!avx || (ecx & (1u << 29)) == 0) return false;
-    unsigned xcr0_low = 0, xcr0_high = 0;
-    __asm__("xgetbv" : "=a"(xcr0_low), "=d"(xcr0_high) : "c"(0));
-    return (xcr0_low & 6u) == 6u;
-  }();
-  return has;
-}
 #endif
 
 void ToFloat(int64_t n, DataType from, const void* x, float* y) {
@@ -60,7 +46,7 @@ void ToFloat(int64_t n, DataType from, const void* x, float* y) {
     return;
   }
 #if defined(__x86_64__)
-  if (HasF16c()) return HalfToFloatF16c(n, h, y);
+  if (CpuHasF16c()) return HalfToFloatF16c(n, h, y);
 #endif
   for (int64_t i = 0; i < n; ++i) y[i] = HalfToFloat(h[i]);
 }
@@ -77,7 +63,7 @@ void FromFloat(int64_t n, const float* x, DataType to, void* y) {
     return;
   }
 #if defined(__x86_64__)
-  if (HasF16c()) return FloatToHalfF16c(n, x, h);
+  if (CpuHasF16c()) return FloatToHalfF16c(n, x, h);
 #endif
   for (int64_t i = 0; i < n; ++i) h[i] = FloatToHalf(x[i]);
 }
