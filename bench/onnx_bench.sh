@@ -11,7 +11,10 @@
 # Needs onnxruntime in .bench/venv (bench/setup_bench.sh; $ORT_PYTHON overrides the interpreter)
 # and crema's Python module in build/python for Debian's /usr/bin/python3 (to write the weights).
 # Environment: BENCH_SECONDS=4 (timed seconds per case), BENCH_THREADS="1 2", BENCH_BATCHES="1 8",
-# BENCH_OMP_WAIT_POLICY=PASSIVE (as bench/cpu_bench.sh), CREMA=build/crema.
+# CREMA=build/crema, BENCH_OMP_WAIT_POLICY (unset by default: each runtime waits as it does for a
+# user, libgomp's spin-then-sleep for crema, onnxruntime's own spinning pool, which ignores
+# OMP_WAIT_POLICY; PASSIVE, as bench/cpu_bench.sh sets for its two libgomp users, would put
+# crema's threads to sleep between layers while onnxruntime's spin).
 set -uo pipefail
 cd "$(dirname "$0")/.."
 root=$PWD
@@ -20,7 +23,7 @@ ort_python="${ORT_PYTHON:-.bench/venv/bin/python}"
 seconds="${BENCH_SECONDS:-4}"
 threads_list="${BENCH_THREADS:-1 2}"
 batches="${BENCH_BATCHES:-1 8}"
-wait_policy="${BENCH_OMP_WAIT_POLICY-PASSIVE}"
+wait_policy="${BENCH_OMP_WAIT_POLICY-}"
 if [ -n "$wait_policy" ]; then export OMP_WAIT_POLICY="$wait_policy"; else unset OMP_WAIT_POLICY; fi
 "$ort_python" -c 'import onnxruntime' 2>/dev/null || {
   echo "onnx_bench.sh: no onnxruntime for $ort_python (run bench/setup_bench.sh)" >&2

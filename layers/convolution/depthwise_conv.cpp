@@ -49,7 +49,7 @@ constexpr int64_t kParallelWork = 65536;
 // stride: for stride 2 each padded row is stored as its even columns then its odd ones (output
 // x reads padded columns 2x, 2x + 1, 2x + 2 = even[x], odd[x], even[x + 1]). Each output is
 // bias + its nine taps summed in the generic loop's order (row by row, left to right). The loop
-// is compiled for the baseline, AVX2 + FMA and AVX-512 and picked by CpuIsaLevel().
+// is compiled for the baseline, AVX2 + FMA and AVX-512 (RunForCpuIsa).
 
 // The padded plane of output rows [0, out_height) and columns [0, out_width).
 struct Padded3x3 {
@@ -158,37 +158,10 @@ __attribute__((always_inline)) inline void Plane3x3Body(const Plane3x3Args<T>& a
   }
 }
 
-template <typename T, int kStride>
-void Plane3x3Baseline(const Plane3x3Args<T>& a) {
-  Plane3x3Body<T, kStride>(a);
-}
-#if defined(__x86_64__)
-template <typename T, int kStride>
-__attribute__((target("avx2,fma"))) void Plane3x3Avx2(const Plane3x3Args<T>& a) {
-  Plane3x3Body<T, kStride>(a);
-}
-template <typename T, int kStride>
-__attribute__((target("avx512f"))) void Plane3x3Avx512(const Plane3x3Args<T>& a) {
-  Plane3x3Body<T, kStride>(a);
-}
-#endif
-
-template <typename T, int kStride>
-void (*Plane3x3For(CpuIsa isa))(const Plane3x3Args<T>&) {
-#if defined(__x86_64__)
-  if (isa == CpuIsa::kAvx512) return Plane3x3Avx512<T, kStride>;
-  if (isa == CpuIsa::kAvx2Fma) return Plane3x3Avx2<T, kStride>;
-#endif
-  (void)isa;
-  return Plane3x3Baseline<T, kStride>;
-}
-
 template <typename T>
 void DepthwiseForward3x3(const DepthwiseShape& s, const T* bottom, const T* weight, const T* bias,
                          T* top, const T* relu_slope) {
   const Padded3x3 g = PaddedGeometry(s);
-  const CpuIsa isa = CpuIsaLevel();
-  const auto plane = g.stride == 1 ? Plane3x3For<T, 1>(isa) : Plane3x3For<T, 2>(isa);
   const int num_output = s.channels * s.multiplier;
   const int64_t in_plane = static_cast<int64_t>(s.height) * s.width;
   const int64_t out_plane = static_cast<int64_t>(s.out_height) * s.out_width;
@@ -211,7 +184,10 @@ void DepthwiseForward3x3(const DepthwiseShape& s, const T* bottom, const T* weig
                               bias ? bias[o] : T(0),
                               relu_slope,
                               top + p * out_plane};
-      plane(a);
+      if (g.stride == 1)
+        RunForCpuIsa([&]() CREMA_ISA_INLINE { Plane3x3Body<T, 1>(a); });
+      else
+        RunForCpuIsa([&]() CREMA_ISA_INLINE { Plane3x3Body<T, 2>(a); });
     }
   }
 }

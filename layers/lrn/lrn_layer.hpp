@@ -31,9 +31,14 @@ class LRNLayer final : public Layer {
                    const BlobVec& bottom) override;
 
  private:
-  // out = the window sums of `in` for one image (C x H x W).
+  // WITHIN_CHANNEL: out = the spatial window sums of `in` for one image (C x H x W).
   template <typename T>
   void WindowSum(const T* in, T* out) const;
+  // ACROSS_CHANNELS, in parallel over (image, chunk of positions).
+  template <typename T>
+  void ForwardAcross(const Blob& bottom, Blob* top);
+  template <typename T>
+  void BackwardAcross(const Blob& top, Blob* bottom);
   template <typename T>
   void ForwardT(const Blob& bottom, Blob* top);
   template <typename T>
@@ -44,8 +49,8 @@ class LRNLayer final : public Layer {
   double alpha_ = 1, beta_ = 0.75, k_ = 1;
   int num_ = 0, channels_ = 0, height_ = 0, width_ = 0;
   Blob scale_;   // s, from the last Forward (not written when forward_only())
-  Blob buffer_;  // one image of squares or ratios
-  Blob sums_;    // one image of window sums
+  Blob buffer_;  // WITHIN_CHANNEL: one image of squares or ratios
+  Blob sums_;    // WITHIN_CHANNEL: one image of window sums
 
  public:
   // Its GPU path launches on the stream only, with the same arguments every iteration.

@@ -86,6 +86,34 @@ TEST(LRNValues, ForwardByDefinition) {
   }
 }
 
+// ACROSS_CHANNELS runs over chunks of 64 positions of all channels, in parallel: a plane that
+// is not a multiple of the chunk, several images, Caffe's default beta 0.75 (computed with square
+// roots) and another beta; a forward-only layer (no s kept) gives the same output.
+TEST(LRNValues, AcrossChannelsInChunksByDefinition) {
+  for (const char* params : {"local_size: 5 alpha: 0.0001 beta: 0.75",
+                             "local_size: 3 alpha: 2 "
+                             "beta: 0.6 k: 1.5"}) {
+    for (bool forward_only : {false, true}) {
+      SCOPED_TRACE(StrCat(params, forward_only ? ", forward only" : ""));
+      auto layer = testing::CreateLayer(StrCat("type: 'LRN' lrn_param { ", params, " }"),
+                                        DataType::kFloat32);
+      layer->set_forward_only(forward_only);
+      Blob bottom(std::vector<int>{3, 12, 13, 11}, DataType::kFloat32), top(DataType::kFloat32);
+      FillUniform(&bottom, -30, 30);
+      layer->SetUp({&bottom}, {&top});
+      layer->Forward({&bottom}, {&top});
+      const LRNParameter& p = layer->layer_param().lrn_param();
+      const std::vector<double> expected =
+          NaiveLRN(bottom, true, static_cast<int>(p.local_size()), p.alpha(), p.beta(), p.k());
+      double worst = 0;
+      for (int64_t i = 0; i < top.count(); ++i)
+        worst = std::max(
+            worst, std::abs(top.data_at(i) - expected[i]) / std::max(1e-3, std::abs(expected[i])));
+      EXPECT_LT(worst, 2e-6);
+    }
+  }
+}
+
 TEST(LRNValues, HandComputedAcrossChannels) {
   // Two channels, local_size 3, alpha 3, beta 1, k 1: s = 1 + (x0^2 + x1^2) for both.
   auto layer =
