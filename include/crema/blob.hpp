@@ -75,6 +75,13 @@ class SyncedMemory {
   // copy is the newer one.
   void PushToDevice();
   void DeviceWritten();
+  // A number that changes whenever the buffer may have been written: mutable_cpu_data(),
+  // mutable_gpu_data(), set_cpu_data(), DeviceWritten() and MarkWritten() each take a new one,
+  // unique across all buffers of the process. Caches of values derived from a buffer (oneDNN's
+  // reordered weights) compare it; whoever writes through a pointer obtained earlier calls
+  // MarkWritten().
+  uint64_t generation() const { return generation_; }
+  void MarkWritten();
 
   // A view of `size` bytes at `offset` into `arena` (which the view keeps alive): its host and
   // device memory are the arena's, allocated on first need, while the view has a head of its own
@@ -101,6 +108,8 @@ class SyncedMemory {
   int gpu_device_ = -1;
   std::shared_ptr<SyncedMemory> arena_;  // views only
   size_t offset_ = 0;
+  uint64_t generation_ = NewGeneration();
+  static uint64_t NewGeneration();
 };
 
 class Blob {
@@ -192,6 +201,8 @@ class Blob {
                    std::shared_ptr<SyncedMemory> diff);
 
   const std::shared_ptr<SyncedMemory>& data() const { return data_; }
+  // The data buffer's SyncedMemory::generation() (0 without one).
+  uint64_t data_generation() const { return data_ ? data_->generation() : 0; }
   const std::shared_ptr<SyncedMemory>& diff() const { return diff_; }
 
   // data -= diff (the plain SGD step once the solver has put the update into diff).

@@ -115,7 +115,8 @@ void ConvolutionLayer::ForwardDnnl(const BlobVec& bottom, const BlobVec& top) {
   const float* bias = bias_term_ ? blobs_[1]->cpu_data<float>() : nullptr;
   for (size_t i = 0; i < bottom.size(); ++i) {
     float* y = top[i]->mutable_cpu_data<float>();
-    dnnl_->Forward(bottom[i]->cpu_data<float>(), weight, bias, y, &workspace());
+    dnnl_->Forward(bottom[i]->cpu_data<float>(), weight, bias, y, &workspace(),
+                   forward_only() ? blobs_[0]->data_generation() : 0);
     // A fused ReLU as its own pass: the ReLU layer's expression, so the bits match unfused.
     if (fused_relu()) ReLUInPlace(top[i]->count(), fused_relu_slope(), y);
   }

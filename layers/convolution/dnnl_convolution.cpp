@@ -107,8 +107,8 @@ bool DnnlConvolution::Prepare(const DnnlConvGeometry& geometry) {
 }
 
 void DnnlConvolution::Forward(const float* x, const float* w, const float* bias, float* y,
-                              Workspace* ws) {
-  impl_->Forward(x, w, bias, y, ws);
+                              Workspace* ws, uint64_t weights_generation) {
+  impl_->Forward(x, w, bias, y, ws, weights_generation);
 }
 
 void DnnlConvolution::BackwardData(const float* dy, const float* w, float* dx, Workspace* ws) {
@@ -126,7 +126,8 @@ struct DnnlConvolution::Impl {};
 DnnlConvolution::DnnlConvolution() : impl_(std::make_unique<Impl>()) {}
 DnnlConvolution::~DnnlConvolution() = default;
 bool DnnlConvolution::Prepare(const DnnlConvGeometry&) { return false; }
-void DnnlConvolution::Forward(const float*, const float*, const float*, float*, Workspace*) {
+void DnnlConvolution::Forward(const float*, const float*, const float*, float*, Workspace*,
+                              uint64_t) {
   CREMA_ASSERT(false, "oneDNN is not in this build");
 }
 void DnnlConvolution::BackwardData(const float*, const float*, float*, Workspace*) {

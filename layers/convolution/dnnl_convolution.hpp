@@ -6,13 +6,15 @@
 // their own (blocked) layouts; tensors are reordered from and to crema's plain layout around
 // each call, in scratch memory from the net's workspace. Measured on an AVX-512 CPU (1 thread):
 // with plain NCHW layouts oneDNN falls back to im2col + GEMM and cifar10_quick trained at 1000
-// img/s, with its own layouts and the reorders at 2600 (crema's kernels: 1100). The weights are
-// reordered on every call, as they may change between calls (blobs are the user's to write);
-// in ResNet-50 inference that is 3% of the convolutions' time, the activations' reorders 16%.
+// img/s, with its own layouts and the reorders at 2600 (crema's kernels: 1100). Training
+// reorders the weights on every call (they change every iteration); a forward-only layer keeps
+// them reordered while the blob's generation stays (ResNet-50 inference at batch 1: the weight
+// reorders were a sixth of oneDNN's time, the activations' a thirteenth).
 // Weight and bias diffs accumulate (+=) as in Caffe; the bottom diff is overwritten.
 //
 // oneDNN types stay in the .cpp (compiled with CREMA_WITH_DNNL); without oneDNN in the build
 // Prepare() declines every geometry and crema's kernels run.
+#include <cstdint>
 #include <memory>
 #include <vector>
 
@@ -41,8 +43,11 @@ class DnnlConvolution {
   // take it (then crema's kernels run; asked again only for another geometry).
   bool Prepare(const DnnlConvGeometry& geometry);
 
-  // y = conv(x, w) (+ bias per output channel when the geometry has one).
-  void Forward(const float* x, const float* w, const float* bias, float* y, Workspace* ws);
+  // y = conv(x, w) (+ bias per output channel when the geometry has one). With
+  // `weights_generation` (not 0: the weights blob's data_generation()), w in oneDNN's layout is
+  // kept for the next calls with the same weights.
+  void Forward(const float* x, const float* w, const float* bias, float* y, Workspace* ws,
+               uint64_t weights_generation = 0);
   // dx = conv^T(dy, w) (overwrites).
   void BackwardData(const float* dy, const float* w, float* dx, Workspace* ws);
   // dw += dW(x, dy); db += sum of dy per channel (null outputs are skipped).

@@ -246,6 +246,59 @@ TEST(DnnlConvolutionGradient, NumericUnderPolicyDnnl) {
 
 // Geometries oneDNN does not take (1-D, a kernel larger than the padded input, channel axis 2),
 // float64, `engine: CAFFE` and deterministic mode run crema's kernels under policy dnnl.
+// A forward-only layer keeps its weights in oneDNN's layout between passes; writing the weights
+// (mutable_cpu_data, or a pointer taken earlier plus MarkWritten, or new data shared in) makes
+// the next pass use the new ones.
+TEST(DnnlConvolutionWeightCache, ForwardOnlyFollowsWrittenWeights) {
+  if (!DnnlBuilt()) GTEST_SKIP() << "crema is built without oneDNN";
+  const LayerParameter param = ConvParam("num_output: 32 kernel_size: 3 pad: 1");
+  const std::vector<int> shape = {1, 16, 9, 9};
+  // The reference: crema's kernels on the same weights.
+  const auto expected = [&](ConvolutionLayer& layer, const Blob& bottom) {
+    ScopedCpuEngine caffe(CpuEngine::kCaffe);
+    Blob top;
+    ConvolutionLayer reference(param);
+    reference.SetUp({const_cast<Blob*>(&bottom)}, {&top});
+    for (size_t i = 0; i < layer.blobs().size(); ++i)
+      reference.blobs()[i]->CopyFrom(*layer.blobs()[i]);
+    reference.Forward({const_cast<Blob*>(&bottom)}, {&top});
+    return Data(top);
+  };
+  ScopedCpuEngine dnnl(CpuEngine::kDnnl);
+  SetRandomSeed(1701);
+  ConvolutionLayer layer(param);
+  layer.set_forward_only(true);
+  Blob bottom(shape), top;
+  FillGaussian(&bottom, 0, 1, 11);
+  layer.SetUp({&bottom}, {&top});
+  layer.Forward({&bottom}, {&top});
+  ASSERT_STREQ(layer.cpu_engine(), "oneDNN");
+  const std::vector<float> first = Data(top);
+  ExpectClose(first, expected(layer, bottom), "first pass");
+  layer.Forward({&bottom}, {&top});
+  EXPECT_EQ(Data(top), first);  // the kept weights
+  // Written through mutable_cpu_data.
+  Blob& weights = *layer.blobs()[0];
+  float* w = weights.mutable_cpu_data<float>();
+  for (int64_t i = 0; i < weights.count(); ++i) w[i] *= -0.5f;
+  layer.Forward({&bottom}, {&top});
+  ExpectClose(Data(top), expected(layer, bottom), "after mutable_cpu_data");
+  EXPECT_NE(Data(top), first);
+  // Through the same pointer again, announced with MarkWritten.
+  const std::vector<float> second = Data(top);
+  for (int64_t i = 0; i < weights.count(); ++i) w[i] += 0.25f;
+  weights.data()->MarkWritten();
+  layer.Forward({&bottom}, {&top});
+  ExpectClose(Data(top), expected(layer, bottom), "after MarkWritten");
+  EXPECT_NE(Data(top), second);
+  // Other weights shared in (another buffer).
+  Blob other(weights.shape());
+  FillGaussian(&other, 0, 1, 23);
+  weights.ShareData(other);
+  layer.Forward({&bottom}, {&top});
+  ExpectClose(Data(top), expected(layer, bottom), "after ShareData");
+}
+
 TEST(DnnlConvolutionFallback, CremaKernelsWhereOneDnnDoesNotApply) {
   if (!DnnlBuilt()) GTEST_SKIP() << "crema is built without oneDNN";
   const std::vector<ConvCase> cases = {

@@ -392,7 +392,16 @@ PYBIND11_MODULE(_crema, m) {
       .def(py::init(&MakeNet), py::arg("model"), py::arg("phase"), py::arg("weights") = py::none(),
            py::arg("level") = 0, py::arg("stages") = std::vector<std::string>(),
            py::arg("memory_plan") = "off", py::arg("keep_blobs") = std::vector<std::string>())
-      .def("_forward", &Net::ForwardFromTo, py::call_guard<py::gil_scoped_release>())
+      // numpy views of the weights may have been written since they were taken: caches of
+      // values derived from them (oneDNN's reordered weights) must not be trusted.
+      .def(
+          "_forward",
+          [](Net& net, int start, int end) {
+            for (const BlobPtr& param : net.params())
+              if (param->data()) param->data()->MarkWritten();
+            return net.ForwardFromTo(start, end);
+          },
+          py::call_guard<py::gil_scoped_release>())
       .def("_backward", &Net::BackwardFromTo, py::call_guard<py::gil_scoped_release>())
       .def("reshape", &Net::Reshape, py::call_guard<py::gil_scoped_release>())
       .def("copy_from", py::overload_cast<const std::string&>(&Net::CopyTrainedLayersFrom))

@@ -1,3 +1,4 @@
+#include <atomic>
 #include <cstdlib>
 #include <cstring>
 
@@ -28,6 +29,13 @@ void* HostAlloc(size_t size) {
 }  // namespace
 
 SyncedMemory::SyncedMemory(size_t size_bytes) : size_(size_bytes) {}
+
+uint64_t SyncedMemory::NewGeneration() {
+  static std::atomic<uint64_t> next{1};
+  return next.fetch_add(1, std::memory_order_relaxed);
+}
+
+void SyncedMemory::MarkWritten() { generation_ = NewGeneration(); }
 
 SyncedMemory::~SyncedMemory() {
   if (cpu_ptr_ != nullptr && own_cpu_data_) std::free(cpu_ptr_);
@@ -107,6 +115,7 @@ void SyncedMemory::PushToDevice() {
 
 void SyncedMemory::DeviceWritten() {
   if (head_ == Head::kSynced) head_ = Head::kAtGpu;
+  MarkWritten();
 }
 
 void SyncedMemory::ToGpu() {
@@ -154,6 +163,7 @@ const void* SyncedMemory::cpu_data() {
 void* SyncedMemory::mutable_cpu_data() {
   ToCpu();
   head_ = Head::kAtCpu;
+  MarkWritten();
   return cpu_ptr_;
 }
 
@@ -165,6 +175,7 @@ const void* SyncedMemory::gpu_data() {
 void* SyncedMemory::mutable_gpu_data() {
   ToGpu();
   head_ = Head::kAtGpu;
+  MarkWritten();
   return gpu_ptr_;
 }
 
@@ -174,6 +185,7 @@ void SyncedMemory::set_cpu_data(void* data) {
   cpu_ptr_ = data;
   own_cpu_data_ = false;
   head_ = Head::kAtCpu;
+  MarkWritten();
 }
 
 }  // namespace crema

@@ -251,6 +251,25 @@ void DnnlExecute(const dnnl::primitive& primitive, const memory::desc& scratchpa
   }
 }
 
+const float* DnnlWeightCache::Get(const memory::desc& user, const memory::desc& want,
+                                  const float* w, uint64_t generation) {
+  if (data_ && source_ == w && generation_ == generation && want_ == want) return data_.get();
+  const size_t bytes = want.get_size();
+  if (bytes > bytes_ || !data_) {
+    data_.reset(static_cast<float*>(std::aligned_alloc(64, (bytes + 63) / 64 * 64)));
+    if (!data_) CREMA_THROW_RUNTIME("out of host memory allocating ", bytes, " bytes of weights");
+    bytes_ = bytes;
+  }
+  dnnl::engine& engine = DnnlEngine();
+  memory from(user, engine, const_cast<float*>(w)), to(want, engine, data_.get());
+  dnnl::reorder(from, to).execute(DnnlStream(), from, to);
+  DnnlStream().wait();
+  source_ = w;
+  generation_ = generation;
+  want_ = want;
+  return data_.get();
+}
+
 void DnnlWeightedForward(const dnnl::primitive& primitive, const dnnl::primitive_desc_base& pd,
                          const DnnlWeightedLayout& layout, const float* x, const float* w,
                          const float* bias, float* y, Workspace* ws) {

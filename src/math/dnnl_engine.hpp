@@ -16,8 +16,11 @@
 // Only files compiled with CREMA_WITH_DNNL (src/math/dnnl_*.cpp, layers/*/dnnl_*.cpp; see
 // CMakeLists.txt) see the oneDNN part at the end; the policy part is plain C++.
 #include <chrono>
+#include <cstdint>
+#include <cstdlib>
 #include <functional>
 #include <map>
+#include <memory>
 #include <string>
 #include <utility>
 #include <vector>
@@ -145,6 +148,23 @@ void DnnlWeightedBackwardWeights(const dnnl::primitive& primitive,
                                  const DnnlWeightedLayout& layout, const float* x, const float* dy,
                                  float* dw, float* db, Workspace* ws);
 
+// Weights reordered into the layout a primitive wants, kept between calls while they come from
+// the same buffer at the same SyncedMemory::generation().
+class DnnlWeightCache {
+ public:
+  // `w` (layout `user`) in layout `want`: reordered again when the source, its generation or the
+  // layout changed since the last call.
+  const float* Get(const dnnl::memory::desc& user, const dnnl::memory::desc& want, const float* w,
+                   uint64_t generation);
+
+ private:
+  std::unique_ptr<float, void (*)(void*)> data_{nullptr, &std::free};
+  size_t bytes_ = 0;
+  const float* source_ = nullptr;
+  uint64_t generation_ = 0;
+  dnnl::memory::desc want_;
+};
+
 // The primitives of a layer with weights (Fwd, BwdData, BwdWeights: e.g. convolution_forward,
 // convolution_backward_data, convolution_backward_weights) over its plain layouts, and its three
 // passes. The layer's engine creates the forward ones and says how to create the backward ones,
@@ -154,9 +174,19 @@ struct DnnlWeightedPrimitives : DnnlWeightedLayout {
   virtual ~DnnlWeightedPrimitives() = default;
   virtual void CreateBackward() = 0;  // sets the bwd_* members
 
-  void Forward(const float* x, const float* w, const float* bias, float* y, Workspace* ws) {
+  // With `weights_generation` (the weights blob's data_generation(); 0: none) the weights in the
+  // forward primitive's layout are kept for the next calls (forward-only layers, whose weights
+  // change rarely; training changes them every iteration, so the copy would only cost memory).
+  void Forward(const float* x, const float* w, const float* bias, float* y, Workspace* ws,
+               uint64_t weights_generation = 0) {
     CREMA_ASSERT(supported, "oneDNN forward before a successful Prepare");
-    DnnlWeightedForward(fwd, fwd_pd, *this, x, w, bias, y, ws);
+    if (weights_generation == 0 || fwd_pd.weights_desc() == weights)
+      return DnnlWeightedForward(fwd, fwd_pd, *this, x, w, bias, y, ws);
+    DnnlWeightedLayout reordered = *this;
+    reordered.weights = fwd_pd.weights_desc();
+    DnnlWeightedForward(fwd, fwd_pd, reordered, x,
+                        weight_cache.Get(weights, reordered.weights, w, weights_generation), bias,
+                        y, ws);
   }
   void BackwardData(const float* dy, const float* w, float* dx, Workspace* ws) {
     CREMA_ASSERT(supported, "oneDNN backward before a successful Prepare");
@@ -173,6 +203,7 @@ struct DnnlWeightedPrimitives : DnnlWeightedLayout {
   }
 
   bool prepared = false, supported = false, backward_ready = false;
+  DnnlWeightCache weight_cache;
   typename Fwd::primitive_desc fwd_pd;
   Fwd fwd;
   typename BwdData::primitive_desc bwd_data_pd;

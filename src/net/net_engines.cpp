@@ -16,6 +16,7 @@
 #include <string>
 
 #include "crema/net.hpp"
+#include "crema/version.hpp"
 #include "math/blas_setup.hpp"
 #include "math/dnnl_engine.hpp"
 
@@ -56,6 +57,10 @@ ChoiceCache ReadChoiceCache(const fs::path& file) {
 // atomically. A cache that cannot be written costs only the races of later runs: a warning.
 void WriteChoiceCache(const fs::path& file, const ChoiceCache& decided) {
   ChoiceCache cache = ReadChoiceCache(file);
+  // Decisions about another commit's kernels are of no use to this one.
+  const std::string commit = StrCat(" ", GitCommit(), " ");
+  for (auto it = cache.begin(); it != cache.end();)
+    it = it->first.find(commit) == std::string::npos ? cache.erase(it) : std::next(it);
   for (const auto& [key, dnnl] : decided) cache[key] = dnnl;
   std::error_code error;
   fs::create_directories(file.parent_path(), error);
@@ -102,7 +107,8 @@ const std::string& CpuModel() {
 }
 
 // What makes two layers' races equal: the type and configuration (not the name, the blobs'
-// names or the learning multipliers), the CPU and the threads.
+// names or the learning multipliers), whether it runs forward only (oneDNN's convolutions then
+// keep their weights reordered), the CPU, the threads and crema's commit (the kernels raced).
 std::string LayerKey(const Layer& layer) {
   LayerParameter param = layer.layer_param();
   param.clear_name();
@@ -118,7 +124,8 @@ std::string LayerKey(const Layer& layer) {
   char hash[17];
   std::snprintf(hash, sizeof(hash), "%016llx",
                 static_cast<unsigned long long>(Fnv1a(param.SerializeAsString())));
-  return StrCat(layer.type(), " ", hash, " ", CpuModel(), " t", CpuThreads());
+  return StrCat(layer.type(), " ", hash, layer.forward_only() ? " inference " : " ", CpuModel(),
+                " t", CpuThreads(), " ", GitCommit());
 }
 
 }  // namespace
