@@ -251,7 +251,9 @@ def main():
         if data.dim() == 4:
             data = data.contiguous(memory_format=torch.channels_last)
     amp_dtype = torch.float16 if args.math == "fp16" else torch.bfloat16
-    scaler = torch.amp.GradScaler("cuda", enabled=args.math == "fp16")
+    # Only AMP runs (the GPU, PyTorch 2.x) build a scaler: Debian's PyTorch 1.13, which the CPU
+    # bench runs, has no torch.amp.GradScaler.
+    scaler = torch.amp.GradScaler("cuda", enabled=args.math == "fp16") if amp else None
     # Plain SGD is crema time --model's update (data -= diff, scaled); with momentum and weight
     # decay it does the arithmetic of Caffe's SGD solver (crema time --solver).
     opt = torch.optim.SGD(model.parameters(), lr=1e-6, momentum=args.momentum,
