@@ -9,8 +9,10 @@
 #include <string>
 #include <vector>
 
+#include "core/rng.hpp"
 #include "crema/layer_registry.hpp"
 #include "math/blas_setup.hpp"
+#include "math/cpu_isa.hpp"
 #include "support/gradient_checker.hpp"
 #include "support/layer_checks.hpp"
 #include "support/layer_test.hpp"
@@ -205,10 +207,17 @@ namespace {
 // In place (as after BatchNorm), the float results bit for bit against the plain serial loops
 // (one float chain per channel in the order outer, inner), with 1 and 2 threads, on a blob big
 // enough for the parallel path and with a channel count (7) that is not a multiple of four.
+// On the baseline instruction set (no fused multiply-adds: the serial loops below round each
+// product as the layer does) the threaded loops give exactly the serial loops' values; on this
+// CPU's widest level, one and two threads give the same bits.
 TEST(ScaleValues, ThreadedLoopsMatchSerialLoopsExactly) {
   const int outer = 3, channels = 7, inner = 59 * 61;
   const int64_t count = int64_t{outer} * channels * inner;
   const int saved_threads = CpuThreads();
+  struct IsaLimit {
+    ~IsaLimit() { SetCpuIsaLimit(CpuIsa::kAvx512); }
+  } restore;
+  SetCpuIsaLimit(CpuIsa::kBaseline);
   for (int threads : {1, 2}) {
     SetCpuThreads(threads);
     auto layer = testing::CreateLayer(
@@ -236,22 +245,48 @@ TEST(ScaleValues, ThreadedLoopsMatchSerialLoopsExactly) {
     std::copy(dy.begin(), dy.end(), blob.mutable_cpu_diff<float>());
     for (auto& param : layer->blobs()) param->SetDiffZero();
     layer->Backward({&blob}, {true}, {&blob});
+    // The order math/channel_loops.hpp documents: eight partial sums (positions i % 8), each in
+    // the order o, i, then added pairwise.
     for (int d = 0; d < channels; ++d) {
-      float sum = 0, sum_x = 0;
+      float part[8] = {}, part_x[8] = {};
       for (int o = 0; o < outer; ++o)
         for (int i = 0; i < inner; ++i) {
           const int64_t k = (int64_t{o} * channels + d) * inner + i;
-          sum += dy[k];
-          sum_x += dy[k] * x[k];
+          part[i % 8] += dy[k];
+          part_x[i % 8] += dy[k] * x[k];
         }
-      EXPECT_EQ(layer->blobs()[1]->cpu_diff<float>()[d], 0.0f + sum) << d;
-      EXPECT_EQ(layer->blobs()[0]->cpu_diff<float>()[d], 0.0f + sum_x) << d;
+      const auto total = [](const float* p) {
+        return ((p[0] + p[1]) + (p[2] + p[3])) + ((p[4] + p[5]) + (p[6] + p[7]));
+      };
+      EXPECT_EQ(layer->blobs()[1]->cpu_diff<float>()[d], 0.0f + total(part)) << d;
+      EXPECT_EQ(layer->blobs()[0]->cpu_diff<float>()[d], 0.0f + total(part_x)) << d;
     }
     mismatches = 0;
     for (int64_t k = 0; k < count; ++k)
       mismatches += blob.cpu_diff<float>()[k] != dy[k] * s[k / inner % channels];
     EXPECT_EQ(mismatches, 0) << threads << " threads";
   }
+  SetCpuIsaLimit(CpuIsa::kAvx512);
+  std::vector<std::vector<float>> diffs;
+  for (int threads : {1, 2}) {
+    SetCpuThreads(threads);
+    SetRandomSeed(1701);
+    auto layer = testing::CreateLayer(
+        "type: 'Scale' scale_param { bias_term: true filler { type: 'uniform' min: -2 max: 2 } }",
+        DataType::kFloat32);
+    Blob blob(std::vector<int>{outer, channels, 59, 61}, DataType::kFloat32);
+    FillUniform(&blob, -2, 3, 11);
+    layer->SetUp({&blob}, {&blob});
+    layer->Forward({&blob}, {&blob});
+    FillUniform(&blob, -1, 1, 12);
+    std::copy(blob.cpu_data<float>(), blob.cpu_data<float>() + count,
+              blob.mutable_cpu_diff<float>());
+    for (auto& param : layer->blobs()) param->SetDiffZero();
+    layer->Backward({&blob}, {true}, {&blob});
+    const Blob& scale = *layer->blobs()[0];
+    diffs.emplace_back(scale.cpu_diff<float>(), scale.cpu_diff<float>() + scale.count());
+  }
+  EXPECT_EQ(diffs[0], diffs[1]) << CpuIsaName(CpuIsaLevel());
   SetCpuThreads(saved_threads);
 }
 

@@ -1,43 +1,40 @@
 #pragma once
 // Per-channel loops over a (num, channels, spatial) blob for the normalisation layers (BatchNorm,
 // Scale), spread over OpenMP threads so that results do not depend on the thread count: each
-// channel's sum is one serial chain in the order image, position (the order of a plain nested
-// loop), and each element is written by one thread.
+// channel's sum is computed by one thread in an order fixed by the shape, and each element is
+// written by one thread.
 #include <cstdint>
+
+#include "math/cpu_isa.hpp"
 
 namespace crema::cpu {
 
 // Below this many elements a loop runs on one thread.
 constexpr int64_t kChannelLoopParallelWork = 65536;
 
-// sums[c] = the sum, in Acc, of term(c, k) over the elements k of channel c, added in the order
-// n, i from Acc(0). Channels go four at a time, so that their chains overlap in the pipeline
-// instead of each add waiting for the one before.
+// sums[c] = the sum, in Acc, of term(c, k) over the elements k of channel c: eight partial
+// sums, of the positions i with i % 8 = 0, 1, ..., 7 of every image (each in the order n, i),
+// added at the end as ((p0 + p1) + (p2 + p3)) + ((p4 + p5) + (p6 + p7)). The partial sums are
+// independent chains, which the CPU overlaps and vectorises (compiled for its widest vectors,
+// math/cpu_isa.hpp), instead of each add waiting for the one before; the order is fixed by the
+// shape alone.
 template <typename Acc, typename Term>
 void ChannelSums(int64_t num, int64_t channels, int64_t spatial, const Term& term, Acc* sums) {
-  constexpr int kLanes = 4;
-  const int64_t blocks = (channels + kLanes - 1) / kLanes;
+  constexpr int64_t kPartials = 8;
 #pragma omp parallel for if (num * channels * spatial > kChannelLoopParallelWork)
-  for (int64_t b = 0; b < blocks; ++b) {
-    const int64_t c0 = b * kLanes;
-    if (channels - c0 < kLanes) {
-      for (int64_t c = c0; c < channels; ++c) {
-        Acc acc = 0;
-        for (int64_t n = 0; n < num; ++n) {
-          const int64_t base = (n * channels + c) * spatial;
-          for (int64_t i = 0; i < spatial; ++i) acc += term(c, base + i);
-        }
-        sums[c] = acc;
+  for (int64_t c = 0; c < channels; ++c) {
+    RunForCpuIsa([&]() CREMA_ISA_INLINE {
+      Acc part[kPartials] = {};
+      for (int64_t n = 0; n < num; ++n) {
+        const int64_t base = (n * channels + c) * spatial;
+        int64_t i = 0;
+        for (; i + kPartials <= spatial; i += kPartials)
+          for (int64_t k = 0; k < kPartials; ++k) part[k] += term(c, base + i + k);
+        for (; i < spatial; ++i) part[i % kPartials] += term(c, base + i);
       }
-      continue;
-    }
-    Acc acc[kLanes] = {0, 0, 0, 0};
-    for (int64_t n = 0; n < num; ++n) {
-      const int64_t base = (n * channels + c0) * spatial;
-      for (int64_t i = 0; i < spatial; ++i)
-        for (int l = 0; l < kLanes; ++l) acc[l] += term(c0 + l, base + l * spatial + i);
-    }
-    for (int l = 0; l < kLanes; ++l) sums[c0 + l] = acc[l];
+      sums[c] =
+          ((part[0] + part[1]) + (part[2] + part[3])) + ((part[4] + part[5]) + (part[6] + part[7]));
+    });
   }
 }
 

@@ -81,8 +81,11 @@ TEST(Convert, CpuMatchesTheScalarReferenceBothWays) {
   std::vector<uint16_t> h(n), b(n);
   cpu::Convert(n, DataType::kFloat32, x.data(), DataType::kFloat16, h.data());
   cpu::Convert(n, DataType::kFloat16, h.data(), DataType::kBFloat16, b.data());
-  for (int64_t i = 0; i < n; ++i)
-    if (!std::isnan(x[i])) ASSERT_EQ(b[i], FloatToBFloat16(HalfToFloat(h[i]))) << x[i];
+  for (int64_t i = 0; i < n; ++i) {
+    if (!std::isnan(x[i])) {
+      ASSERT_EQ(b[i], FloatToBFloat16(HalfToFloat(h[i]))) << x[i];
+    }
+  }
 }
 
 TEST(Convert, HalfPrecisionBlobsReadAsDouble) {
@@ -108,8 +111,11 @@ TEST(Convert, GpuGivesTheCpuBits) {
     std::vector<uint16_t> want(n);
     cpu::Convert(n, DataType::kFloat32, x.data(), half, want.data());
     const auto* got = static_cast<const uint16_t*>(narrow.data()->cpu_data());
-    for (int64_t i = 0; i < n; ++i)
-      if (!std::isnan(x[i])) ASSERT_EQ(got[i], want[i]) << DataTypeName(half) << " " << x[i];
+    for (int64_t i = 0; i < n; ++i) {
+      if (!std::isnan(x[i])) {
+        ASSERT_EQ(got[i], want[i]) << DataTypeName(half) << " " << x[i];
+      }
+    }
   }
 }
 #endif
