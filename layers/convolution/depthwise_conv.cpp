@@ -45,17 +45,24 @@ constexpr int64_t kParallelWork = 65536;
 
 // ---- 3x3 planes, stride 1 or 2, dilation 1 (MobileNet's and most depthwise layers) ----
 // Each plane is first copied into a zero-padded one holding exactly the rows and columns its
-// outputs read, so the loop over a row's outputs has no bounds to test and every tap is a unit
-// stride: for stride 2 each padded row is stored as its even columns then its odd ones (output
-// x reads padded columns 2x, 2x + 1, 2x + 2 = even[x], odd[x], even[x + 1]). Each output is
-// bias + its nine taps summed in the generic loop's order (row by row, left to right). The loop
-// is compiled for the baseline, AVX2 + FMA and AVX-512 (RunForCpuIsa).
+// outputs read (P, (out - 1) * stride + 3 of each), so that one flat loop over the outputs has
+// no bounds to test and every tap is a unit stride. Stride 1: P as it is, with row length
+// cols = out_width + 2; output (y, x) is at y * cols + x (the two last of each row unused).
+// Stride 2: P split by row and column parity into four planes with the same row length
+// half = out_width + 1, EE[r][c] = P[2r][2c], EO = P[2r][2c + 1], OE = P[2r + 1][2c],
+// OO = P[2r + 1][2c + 1]; output (y, x), at y * half + x, reads EE, EO, EE+1 (row 2y), OE, OO,
+// OE+1 (row 2y + 1) and the same three of EE and EO one row down (row 2y + 2). Each output is
+// bias + its nine taps summed in the generic loop's order (row by row, left to right). The loops
+// are compiled for the baseline, AVX2 + FMA and AVX-512 (RunForCpuIsa).
 
 // The padded plane of output rows [0, out_height) and columns [0, out_width).
 struct Padded3x3 {
   int stride = 1;
-  int rows = 0, cols = 0;  // (out - 1) * stride + 3
-  int even = 0;            // stride 2: the even columns come first, (cols + 1) / 2 of them
+  int rows = 0, cols = 0;  // of P: (out - 1) * stride + 3
+  // Stride 2: the row length of the parity planes and where each starts in the scratch.
+  int half = 0;
+  int64_t ee = 0, eo = 0, oe = 0, oo = 0;
+  int64_t size = 0;  // values of scratch
 };
 
 bool Uses3x3Planes(const DepthwiseShape& s) {
@@ -68,7 +75,19 @@ Padded3x3 PaddedGeometry(const DepthwiseShape& s) {
   g.stride = s.stride_w;
   g.rows = (s.out_height - 1) * g.stride + 3;
   g.cols = (s.out_width - 1) * g.stride + 3;
-  g.even = (g.cols + 1) / 2;
+  if (g.stride == 1) {
+    g.size = static_cast<int64_t>(g.rows) * g.cols;
+    return g;
+  }
+  // rows = 2 out_height + 1: out_height + 1 even rows, out_height odd ones.
+  g.half = s.out_width + 1;
+  const int64_t even_plane = static_cast<int64_t>(s.out_height + 1) * g.half;
+  const int64_t odd_plane = static_cast<int64_t>(s.out_height) * g.half;
+  g.ee = 0;
+  g.eo = even_plane;
+  g.oe = 2 * even_plane;
+  g.oo = 2 * even_plane + odd_plane;
+  g.size = 2 * even_plane + 2 * odd_plane;
   return g;
 }
 
@@ -77,15 +96,15 @@ struct Plane3x3Args {
   const DepthwiseShape* shape;
   const Padded3x3* geometry;
   const T* in;  // the input plane
-  T* padded;    // geometry->rows * cols values, zero where no input value lands
-  T* acc;       // stride 1: out_height * cols values
+  T* padded;    // geometry->size values, zero where no input value lands
+  T* acc;       // out_height rows of the flat loop's row length
   const T* w;   // 9 taps
   T bias;
   const T* relu_slope;  // null: no fused ReLU
   T* out;
 };
 
-// Copies the input plane into the padded one; the border stays zero from before.
+// Copies the input plane into the padded one(s); the border stays zero from before.
 template <typename T>
 __attribute__((always_inline)) inline void PadPlane(const Plane3x3Args<T>& a) {
   const DepthwiseShape& s = *a.shape;
@@ -93,17 +112,39 @@ __attribute__((always_inline)) inline void PadPlane(const Plane3x3Args<T>& a) {
   const int copied = std::max(0, std::min(s.width, g.cols - s.pad_w));
   for (int y = 0; y < s.height && y + s.pad_h < g.rows; ++y) {
     const T* __restrict src = a.in + static_cast<int64_t>(y) * s.width;
-    T* __restrict row = a.padded + static_cast<int64_t>(y + s.pad_h) * g.cols;
+    const int r = y + s.pad_h;
     if (g.stride == 1) {
+      T* __restrict row = a.padded + static_cast<int64_t>(r) * g.cols;
       for (int x = 0; x < copied; ++x) row[s.pad_w + x] = src[x];
       continue;
     }
-    // Padded column c = x + pad_w: even c at row[c / 2], odd c at row[even + c / 2].
-    const int even_end = std::min(g.even, (copied + s.pad_w + 1) / 2);
-    const int odd_end = std::min(g.cols - g.even, (copied + s.pad_w) / 2);
-    for (int j = (s.pad_w + 1) / 2; j < even_end; ++j) row[j] = src[2 * j - s.pad_w];
-    T* __restrict odd = row + g.even;
+    // Padded column c = x + pad_w: even c at [c / 2] of the even-column plane, odd c at [c / 2]
+    // of the odd-column one, in row r / 2 of the planes of r's parity.
+    const int64_t row = static_cast<int64_t>(r / 2) * g.half;
+    T* __restrict even = a.padded + (r % 2 == 0 ? g.ee : g.oe) + row;
+    T* __restrict odd = a.padded + (r % 2 == 0 ? g.eo : g.oo) + row;
+    const int even_end = (copied + s.pad_w + 1) / 2;
+    const int odd_end = (copied + s.pad_w) / 2;
+    for (int j = (s.pad_w + 1) / 2; j < even_end; ++j) even[j] = src[2 * j - s.pad_w];
     for (int j = s.pad_w / 2; j < odd_end; ++j) odd[j] = src[2 * j + 1 - s.pad_w];
+  }
+}
+
+// out = the first out_width values of each row of acc (row length `stride`), through the fused
+// ReLU when there is one.
+template <typename T>
+__attribute__((always_inline)) inline void Compact(const Plane3x3Args<T>& a, int64_t stride) {
+  const DepthwiseShape& s = *a.shape;
+  const int out_width = s.out_width;
+  for (int y = 0; y < s.out_height; ++y) {
+    const T* __restrict from = a.acc + y * stride;
+    T* __restrict o = a.out + static_cast<int64_t>(y) * out_width;
+    if (a.relu_slope == nullptr) {
+      for (int x = 0; x < out_width; ++x) o[x] = from[x];
+    } else {
+      const T slope = *a.relu_slope;
+      for (int x = 0; x < out_width; ++x) o[x] = ReLUValue(from[x], slope);
+    }
   }
 }
 
@@ -114,7 +155,6 @@ __attribute__((always_inline)) inline void Plane3x3Body(const Plane3x3Args<T>& a
   PadPlane(a);
   const T w0 = a.w[0], w1 = a.w[1], w2 = a.w[2], w3 = a.w[3], w4 = a.w[4], w5 = a.w[5], w6 = a.w[6],
           w7 = a.w[7], w8 = a.w[8], bias = a.bias;
-  const int out_width = s.out_width;
   const int64_t cols = g.cols;
   if (kStride == 1) {
     // One loop over the plane as a flat array with the padded row length: output (y, x) is
@@ -128,34 +168,21 @@ __attribute__((always_inline)) inline void Plane3x3Body(const Plane3x3Args<T>& a
     for (int64_t i = 0; i < n; ++i)
       acc[i] = bias + w0 * r0[i] + w1 * r0[i + 1] + w2 * r0[i + 2] + w3 * r1[i] + w4 * r1[i + 1] +
                w5 * r1[i + 2] + w6 * r2[i] + w7 * r2[i + 1] + w8 * r2[i + 2];
-    for (int y = 0; y < s.out_height; ++y) {
-      const T* __restrict from = acc + y * cols;
-      T* __restrict o = a.out + static_cast<int64_t>(y) * out_width;
-      if (a.relu_slope == nullptr) {
-        for (int x = 0; x < out_width; ++x) o[x] = from[x];
-      } else {
-        const T slope = *a.relu_slope;
-        for (int x = 0; x < out_width; ++x) o[x] = ReLUValue(from[x], slope);
-      }
-    }
-    return;
+    return Compact(a, cols);
   }
-  for (int y = 0; y < s.out_height; ++y) {
-    const T* __restrict r0 = a.padded + static_cast<int64_t>(y) * 2 * cols;
-    const T* __restrict r1 = r0 + cols;
-    const T* __restrict r2 = r1 + cols;
-    const T* __restrict d0 = r0 + g.even;
-    const T* __restrict d1 = r1 + g.even;
-    const T* __restrict d2 = r2 + g.even;
-    T* __restrict o = a.out + static_cast<int64_t>(y) * out_width;
-    for (int x = 0; x < out_width; ++x)
-      o[x] = bias + w0 * r0[x] + w1 * d0[x] + w2 * r0[x + 1] + w3 * r1[x] + w4 * d1[x] +
-             w5 * r1[x + 1] + w6 * r2[x] + w7 * d2[x] + w8 * r2[x + 1];
-    if (a.relu_slope != nullptr) {
-      const T slope = *a.relu_slope;
-      for (int x = 0; x < out_width; ++x) o[x] = ReLUValue(o[x], slope);
-    }
-  }
+  // Stride 2: the flat loop over the parity planes (x = out_width of each row unused; the last
+  // one is not computed, which keeps the reads inside the planes).
+  const int64_t half = g.half;
+  const T* __restrict ee = a.padded + g.ee;
+  const T* __restrict eo = a.padded + g.eo;
+  const T* __restrict oe = a.padded + g.oe;
+  const T* __restrict oo = a.padded + g.oo;
+  T* __restrict acc = a.acc;
+  const int64_t n = s.out_height * half - 1;
+  for (int64_t i = 0; i < n; ++i)
+    acc[i] = bias + w0 * ee[i] + w1 * eo[i] + w2 * ee[i + 1] + w3 * oe[i] + w4 * oo[i] +
+             w5 * oe[i + 1] + w6 * ee[i + half] + w7 * eo[i + half] + w8 * ee[i + half + 1];
+  Compact(a, half);
 }
 
 template <typename T>
@@ -169,8 +196,8 @@ void DepthwiseForward3x3(const DepthwiseShape& s, const T* bottom, const T* weig
 #pragma omp parallel if (planes * out_plane * 9 > kParallelWork)
   {
     // Zero once: each plane writes the same interior.
-    std::vector<T> padded(static_cast<size_t>(g.rows) * g.cols);
-    std::vector<T> acc(g.stride == 1 ? static_cast<size_t>(s.out_height) * g.cols : 0);
+    std::vector<T> padded(static_cast<size_t>(g.size));
+    std::vector<T> acc(static_cast<size_t>(s.out_height) * (g.stride == 1 ? g.cols : g.half));
 #pragma omp for
     for (int64_t p = 0; p < planes; ++p) {
       const int64_t n = p / num_output;
