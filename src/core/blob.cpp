@@ -228,7 +228,8 @@ void ScaleOf(T* x, int64_t n, double factor) {
 
 namespace {
 // Whether the freshest copy of `mem` is on the GPU: then Blob's operations run there (Caffe).
-bool OnGpu(const SyncedMemory& mem) {
+// (Only a CUDA build asks.)
+[[maybe_unused]] bool OnGpu(const SyncedMemory& mem) {
   return mem.head() == SyncedMemory::Head::kAtGpu || mem.head() == SyncedMemory::Head::kSynced;
 }
 }  // namespace

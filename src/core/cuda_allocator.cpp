@@ -14,12 +14,13 @@ namespace crema::gpu {
 namespace {
 
 // Small requests are rounded to 512 bytes, large ones to 2 MiB, so that blocks of similar sizes
-// are interchangeable; a cached block is reused for a request of at least half its size.
+// are interchangeable; a cached block is reused for a request of at least half its size. (Only
+// a CUDA build allocates.)
 constexpr size_t kSmallRound = 512;
 constexpr size_t kLargeRound = size_t{2} << 20;
 constexpr size_t kSmallLimit = size_t{1} << 20;
 
-size_t RoundSize(size_t bytes) {
+[[maybe_unused]] size_t RoundSize(size_t bytes) {
   if (bytes == 0) bytes = 1;
   const size_t unit = bytes <= kSmallLimit ? kSmallRound : kLargeRound;
   return (bytes + unit - 1) / unit * unit;
