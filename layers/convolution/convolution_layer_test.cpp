@@ -402,9 +402,7 @@ TEST(ConvolutionDepthwise, ThreeByThreePlanesOnEveryInstructionSet) {
       {"num_output: 8 kernel_size: 3 group: 4 pad: 1", {2, 4, 9, 33}},
       {"num_output: 64 kernel_size: 3 group: 64 pad: 1 stride: 2", {1, 64, 28, 28}},
   };
-  struct IsaLimit {
-    ~IsaLimit() { SetCpuIsaLimit(CpuIsa::kAvx512); }
-  } restore;
+  const ScopedCpuIsaLimit restore(CpuIsa::kAvx512);
   for (CpuIsa isa : {CpuIsa::kBaseline, CpuIsa::kAvx2Fma, CpuIsa::kAvx512}) {
     SetCpuIsaLimit(isa);
     if (CpuIsaLevel() != isa) continue;  // not on this CPU

@@ -214,10 +214,7 @@ TEST(ScaleValues, ThreadedLoopsMatchSerialLoopsExactly) {
   const int outer = 3, channels = 7, inner = 59 * 61;
   const int64_t count = int64_t{outer} * channels * inner;
   const int saved_threads = CpuThreads();
-  struct IsaLimit {
-    ~IsaLimit() { SetCpuIsaLimit(CpuIsa::kAvx512); }
-  } restore;
-  SetCpuIsaLimit(CpuIsa::kBaseline);
+  const ScopedCpuIsaLimit baseline(CpuIsa::kBaseline);
   for (int threads : {1, 2}) {
     SetCpuThreads(threads);
     auto layer = testing::CreateLayer(

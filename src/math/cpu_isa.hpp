@@ -18,6 +18,14 @@ CpuIsa CpuIsaLevel();
 // Tests run each level's kernels on a machine that has the higher ones: the level CpuIsaLevel
 // returns is min(detected, limit) (default: no limit).
 void SetCpuIsaLimit(CpuIsa limit);
+// SetCpuIsaLimit(limit) for a scope; at its end no limit again.
+class ScopedCpuIsaLimit {
+ public:
+  explicit ScopedCpuIsaLimit(CpuIsa limit) { SetCpuIsaLimit(limit); }
+  ~ScopedCpuIsaLimit() { SetCpuIsaLimit(CpuIsa::kAvx512); }
+  ScopedCpuIsaLimit(const ScopedCpuIsaLimit&) = delete;
+  ScopedCpuIsaLimit& operator=(const ScopedCpuIsaLimit&) = delete;
+};
 const char* CpuIsaName(CpuIsa isa);  // "sse2", "avx2", "avx512"
 
 // F16C (half <-> float conversions, with AVX).
