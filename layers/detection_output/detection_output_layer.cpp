@@ -9,27 +9,11 @@
 #include <utility>
 
 #include "crema/layer_registry.hpp"
+#include "io/boxes.hpp"
 
 namespace crema {
-namespace {
 
-using Box = DetectionOutputLayer::Box;
-
-float BoxSize(const Box& b) {
-  if (b.xmax < b.xmin || b.ymax < b.ymin) return 0;
-  return (b.xmax - b.xmin) * (b.ymax - b.ymin);
-}
-
-float JaccardOverlap(const Box& a, const Box& b) {
-  if (b.xmin > a.xmax || b.xmax < a.xmin || b.ymin > a.ymax || b.ymax < a.ymin) return 0;
-  const float width = std::min(a.xmax, b.xmax) - std::max(a.xmin, b.xmin);
-  const float height = std::min(a.ymax, b.ymax) - std::max(a.ymin, b.ymin);
-  if (width <= 0 || height <= 0) return 0;
-  const float intersection = width * height;
-  return intersection / (a.size + b.size - intersection);
-}
-
-}  // namespace
+using boxes::Box;
 
 void DetectionOutputLayer::LayerSetUp(const BlobVec& bottom, const BlobVec& top) {
   const DetectionOutputParameter& param = layer_param_.detection_output_param();
@@ -92,72 +76,6 @@ void DetectionOutputLayer::Reshape(const BlobVec& bottom, const BlobVec& top) {
   top[0]->Reshape({1, 1, 1, 7});
 }
 
-DetectionOutputLayer::Box DetectionOutputLayer::Decode(const Box& prior, const float* variance,
-                                                       const float* pred) const {
-  static const float kOnes[4] = {1, 1, 1, 1};
-  const float* v = variance_encoded_in_target_ ? kOnes : variance;
-  Box box;
-  if (code_type_ == PriorBoxParameter::CORNER) {
-    box.xmin = prior.xmin + v[0] * pred[0];
-    box.ymin = prior.ymin + v[1] * pred[1];
-    box.xmax = prior.xmax + v[2] * pred[2];
-    box.ymax = prior.ymax + v[3] * pred[3];
-  } else {
-    const float prior_width = prior.xmax - prior.xmin;
-    const float prior_height = prior.ymax - prior.ymin;
-    if (!(prior_width > 0 && prior_height > 0))
-      throw RuntimeError(ErrorPrefix() + StrCat("a prior box has no area (", prior.xmin, ", ",
-                                                prior.ymin, ", ", prior.xmax, ", ", prior.ymax,
-                                                "); ", PriorBoxParameter::CodeType_Name(code_type_),
-                                                " decoding needs a positive width and height"));
-    if (code_type_ == PriorBoxParameter::CENTER_SIZE) {
-      const float prior_center_x = (prior.xmin + prior.xmax) / 2.;
-      const float prior_center_y = (prior.ymin + prior.ymax) / 2.;
-      const float center_x = v[0] * pred[0] * prior_width + prior_center_x;
-      const float center_y = v[1] * pred[1] * prior_height + prior_center_y;
-      const float width = std::exp(static_cast<double>(v[2] * pred[2])) * prior_width;
-      const float height = std::exp(static_cast<double>(v[3] * pred[3])) * prior_height;
-      box.xmin = center_x - width / 2.;
-      box.ymin = center_y - height / 2.;
-      box.xmax = center_x + width / 2.;
-      box.ymax = center_y + height / 2.;
-    } else {
-      box.xmin = prior.xmin + v[0] * pred[0] * prior_width;
-      box.ymin = prior.ymin + v[1] * pred[1] * prior_height;
-      box.xmax = prior.xmax + v[2] * pred[2] * prior_width;
-      box.ymax = prior.ymax + v[3] * pred[3] * prior_height;
-    }
-  }
-  box.size = BoxSize(box);
-  return box;
-}
-
-std::vector<int> DetectionOutputLayer::ApplyNms(const std::vector<Box>& boxes,
-                                                const std::vector<float>& scores) const {
-  std::vector<std::pair<float, int>> candidates;
-  for (int i = 0; i < static_cast<int>(scores.size()); ++i)
-    if (scores[i] > confidence_threshold_) candidates.emplace_back(scores[i], i);
-  std::stable_sort(candidates.begin(), candidates.end(),
-                   [](const auto& a, const auto& b) { return a.first > b.first; });
-  if (top_k_ > -1 && top_k_ < static_cast<int>(candidates.size())) candidates.resize(top_k_);
-  std::vector<int> kept;
-  float threshold = nms_threshold_;
-  for (const auto& candidate : candidates) {
-    const int idx = candidate.second;
-    bool keep = true;
-    for (int k : kept) {
-      if (JaccardOverlap(boxes[idx], boxes[k]) > threshold) {
-        keep = false;
-        break;
-      }
-    }
-    if (!keep) continue;
-    kept.push_back(idx);
-    if (eta_ < 1 && threshold > 0.5) threshold *= eta_;
-  }
-  return kept;
-}
-
 template <typename T>
 void DetectionOutputLayer::ForwardT(const BlobVec& bottom, Blob* top) {
   const int num = bottom[0]->shape(0);
@@ -174,7 +92,6 @@ void DetectionOutputLayer::ForwardT(const BlobVec& bottom, Blob* top) {
     b.ymin = static_cast<float>(prior_data[p * 4 + 1]);
     b.xmax = static_cast<float>(prior_data[p * 4 + 2]);
     b.ymax = static_cast<float>(prior_data[p * 4 + 3]);
-    b.size = BoxSize(b);
     for (int k = 0; k < 4; ++k)
       variances[p * 4 + k] =
           static_cast<float>(prior_data[(static_cast<int64_t>(num_priors) + p) * 4 + k]);
@@ -186,18 +103,19 @@ void DetectionOutputLayer::ForwardT(const BlobVec& bottom, Blob* top) {
   std::vector<std::map<int, std::vector<int>>> all_kept(num);
   int64_t num_kept = 0;
   for (int i = 0; i < num; ++i) {
-    auto& boxes = all_boxes[i];
-    boxes.resize(num_loc_classes_);
+    auto& decoded = all_boxes[i];
+    decoded.resize(num_loc_classes_);
     const T* loc = loc_data + static_cast<int64_t>(i) * num_priors * num_loc_classes_ * 4;
     for (int c = 0; c < num_loc_classes_; ++c) {
       // Without shared locations, the background's boxes are never used.
       if (!share_location_ && c == background_label_id_) continue;
-      boxes[c].resize(num_priors);
+      decoded[c].resize(num_priors);
       for (int p = 0; p < num_priors; ++p) {
         const T* pred = loc + (static_cast<int64_t>(p) * num_loc_classes_ + c) * 4;
         const float offsets[4] = {static_cast<float>(pred[0]), static_cast<float>(pred[1]),
                                   static_cast<float>(pred[2]), static_cast<float>(pred[3])};
-        boxes[c][p] = Decode(priors[p], &variances[p * 4], offsets);
+        decoded[c][p] = boxes::Decode(priors[p], &variances[p * 4], code_type_,
+                                      variance_encoded_in_target_, offsets, ErrorPrefix());
       }
     }
     auto& scores = all_scores[i];
@@ -211,7 +129,8 @@ void DetectionOutputLayer::ForwardT(const BlobVec& bottom, Blob* top) {
     int64_t num_det = 0;
     for (int c = 0; c < num_classes_; ++c) {
       if (c == background_label_id_) continue;
-      kept[c] = ApplyNms(boxes[share_location_ ? 0 : c], scores[c]);
+      kept[c] = boxes::Nms(decoded[share_location_ ? 0 : c], scores[c], confidence_threshold_,
+                           nms_threshold_, eta_, top_k_);
       num_det += static_cast<int64_t>(kept[c].size());
     }
     if (keep_top_k_ > -1 && num_det > keep_top_k_) {
@@ -244,9 +163,9 @@ void DetectionOutputLayer::ForwardT(const BlobVec& bottom, Blob* top) {
   T* row = top->mutable_cpu_data<T>();
   for (int i = 0; i < num; ++i) {
     for (const auto& [label, indices] : all_kept[i]) {
-      const std::vector<Box>& boxes = all_boxes[i][share_location_ ? 0 : label];
+      const std::vector<Box>& decoded = all_boxes[i][share_location_ ? 0 : label];
       for (int idx : indices) {
-        const Box& b = boxes[idx];
+        const Box& b = decoded[idx];
         row[0] = static_cast<T>(i);
         row[1] = static_cast<T>(label);
         row[2] = static_cast<T>(all_scores[i][label][idx]);

@@ -43,11 +43,6 @@ class DetectionOutputLayer final : public Layer {
   int ExactNumTopBlobs() const override { return 1; }
   bool AllowForceBackward(int bottom_index) const override { return false; }
 
-  // A box in normalized image coordinates; size is its area (0 when inverted).
-  struct Box {
-    float xmin = 0, ymin = 0, xmax = 0, ymax = 0, size = 0;
-  };
-
  protected:
   void ForwardCpu(const BlobVec& bottom, const BlobVec& top) override;
   void BackwardCpu(const BlobVec& top, const std::vector<bool>& propagate_down,
@@ -56,9 +51,6 @@ class DetectionOutputLayer final : public Layer {
  private:
   template <typename T>
   void ForwardT(const BlobVec& bottom, Blob* top);
-  Box Decode(const Box& prior, const float* variance, const float* pred) const;
-  // Indices of the boxes kept by NMS for one class, best first.
-  std::vector<int> ApplyNms(const std::vector<Box>& boxes, const std::vector<float>& scores) const;
 
   int num_classes_ = 0;
   bool share_location_ = true;

@@ -1,5 +1,8 @@
 #include "io/input_checks.hpp"
 
+#include <fcntl.h>
+#include <unistd.h>
+
 #include <algorithm>
 #include <atomic>
 #include <cctype>
@@ -212,6 +215,26 @@ std::string ListedPath(const std::string& root_folder, const std::string& path,
                          "CREMA_FORBID_PATH_ESCAPE)");
   }
   return root_folder + path;
+}
+
+std::string ReadWholeFile(const std::string& path) {
+  const int fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC);
+  if (fd < 0) CREMA_THROW_RUNTIME("cannot read ", path, ": ", std::strerror(errno));
+  std::string contents;
+  char buffer[1 << 16];
+  for (;;) {
+    const ssize_t n = ::read(fd, buffer, sizeof(buffer));
+    if (n == 0) break;
+    if (n < 0) {
+      if (errno == EINTR) continue;
+      const int error = errno;
+      ::close(fd);
+      CREMA_THROW_RUNTIME("cannot read ", path, ": ", std::strerror(error));
+    }
+    contents.append(buffer, static_cast<size_t>(n));
+  }
+  ::close(fd);
+  return contents;
 }
 
 }  // namespace crema

@@ -16,6 +16,9 @@ namespace crema {
 
 std::string OneLineMessage(const std::string& message);
 
+// A whole file's bytes; RuntimeError "cannot read PATH: reason" when it can't be read.
+std::string ReadWholeFile(const std::string& path);
+
 // The product of `dims` read from a file, or -1 when one is negative or the product overflows
 // int64 (the caller reports it with the file's name).
 int64_t CheckedElementCount(const std::vector<int64_t>& dims);

@@ -7,6 +7,7 @@
 #include <sstream>
 
 #include "crema/error.hpp"
+#include "io/input_checks.hpp"
 
 namespace crema {
 namespace {
@@ -130,14 +131,6 @@ void Convert(const char* src, int64_t count, std::vector<double>* out) {
     std::memcpy(&v, src + i * sizeof(T), sizeof(T));
     (*out)[i] = static_cast<double>(v);
   }
-}
-
-std::string ReadWholeFile(const std::string& path) {
-  std::ifstream in(path, std::ios::binary);
-  if (!in) CREMA_THROW_RUNTIME(path, ": cannot open the file (", std::strerror(errno), ")");
-  std::ostringstream os;
-  os << in.rdbuf();
-  return os.str();
 }
 
 }  // namespace

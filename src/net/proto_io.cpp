@@ -24,6 +24,7 @@
 
 #include "core/closest_name.hpp"
 #include "crema/error.hpp"
+#include "io/input_checks.hpp"
 #include "net/upgrade.hpp"
 
 namespace crema {
@@ -37,27 +38,6 @@ std::string ErrnoText(int error) { return std::strerror(error); }
 // (protobuf's parsers recurse once per level; the text parser has no limit of its own). Caffe's
 // schema nests a few levels; ONNX graphs inside attributes nest one level per subgraph.
 constexpr int kMaxNesting = 100;
-
-// Reads a whole file; RuntimeError "cannot read PATH: reason" when it can't.
-std::string ReadWholeFile(const std::string& path) {
-  const int fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC);
-  if (fd < 0) CREMA_THROW_RUNTIME("cannot read ", path, ": ", ErrnoText(errno));
-  std::string contents;
-  char buffer[1 << 16];
-  for (;;) {
-    const ssize_t n = ::read(fd, buffer, sizeof(buffer));
-    if (n == 0) break;
-    if (n < 0) {
-      if (errno == EINTR) continue;
-      const int error = errno;
-      ::close(fd);
-      CREMA_THROW_RUNTIME("cannot read ", path, ": ", ErrnoText(error));
-    }
-    contents.append(buffer, static_cast<size_t>(n));
-  }
-  ::close(fd);
-  return contents;
-}
 
 void CollectMessages(const pb::Descriptor* descriptor, std::set<const pb::Descriptor*>* seen) {
   if (descriptor == nullptr || !seen->insert(descriptor).second) return;
