@@ -8,62 +8,24 @@
 #include <gflags/gflags.h>
 
 #include <algorithm>
-#include <cctype>
 #include <cstdio>
 #include <cstdlib>
 #include <fstream>
-#include <iterator>
-#include <random>
 #include <string>
 #include <utility>
 #include <vector>
 
-#include "core/rng.hpp"
 #include "crema/error.hpp"
 #include "crema/proto.hpp"
 #include "flags.hpp"
+#include "image_datum.hpp"
 #include "io/data_transformer.hpp"
 #include "io/db.hpp"
 #include "progress.hpp"
 #include "verb.hpp"
 
-#ifdef CREMA_WITH_OPENCV
-#include <opencv2/imgcodecs.hpp>
-#include <opencv2/imgproc.hpp>
-#endif
-
-DEFINE_bool(gray, false, "Decode the images as grayscale (1 channel) instead of BGR.");
-DEFINE_bool(shuffle, false, "Shuffle the order of the images (and their keys).");
-DEFINE_int32(resize_width, 0, "Width the images are resized to (with --resize_height; 0: keep).");
-DEFINE_int32(resize_height, 0, "Height the images are resized to (with --resize_width; 0: keep).");
-DEFINE_bool(check_size, false, "Check that all the images have the same size.");
-DEFINE_bool(encoded, false, "Store the images encoded (JPEG/PNG bytes) instead of raw pixels.");
-DEFINE_string(encode_type, "",
-              "The encoding of the stored images ('png', 'jpg', ...); implies --encoded. Empty: "
-              "each file's own extension.");
-
 namespace crema::cli {
 namespace {
-
-std::string Lower(std::string s) {
-  std::transform(s.begin(), s.end(), s.begin(),
-                 [](unsigned char c) { return static_cast<char>(std::tolower(c)); });
-  return s;
-}
-
-// The extension after the last '.', lower-cased ("" when none).
-std::string Extension(const std::string& path) {
-  const size_t dot = path.rfind('.');
-  const size_t slash = path.rfind('/');
-  if (dot == std::string::npos || (slash != std::string::npos && dot < slash)) return "";
-  return Lower(path.substr(dot + 1));
-}
-
-// Caffe's matchExt: the file's extension is the encoding (jpeg counts as jpg).
-bool MatchesEncoding(const std::string& path, const std::string& encoding) {
-  const std::string ext = Extension(path), enc = Lower(encoding);
-  return ext == enc || (enc == "jpg" && ext == "jpeg");
-}
 
 std::vector<std::pair<std::string, int>> ReadList(const std::string& list) {
   std::ifstream in(list);
@@ -86,66 +48,6 @@ std::vector<std::pair<std::string, int>> ReadList(const std::string& list) {
   return lines;
 }
 
-#ifdef CREMA_WITH_OPENCV
-// Caffe's ReadImageToDatum; false (with the reason in *why) when the image can't be used.
-bool ReadImageToDatum(const std::string& path, int label, int height, int width, bool is_color,
-                      const std::string& encoding, Datum* datum, std::string* why) {
-  if (!std::ifstream(path)) {  // checked first: OpenCV would log its own warning
-    *why = "no such file (or not readable)";
-    return false;
-  }
-  cv::Mat image;
-  try {
-    image = cv::imread(path, is_color ? cv::IMREAD_COLOR : cv::IMREAD_GRAYSCALE);
-  } catch (const cv::Exception& e) {
-    *why = OneLineMessage(e.what());
-    return false;
-  }
-  if (image.empty()) {
-    *why = "not an image OpenCV can decode (corrupt?)";
-    return false;
-  }
-  if (image.depth() != CV_8U) {
-    *why = "not an 8-bit image";
-    return false;
-  }
-  if (height > 0 && width > 0) {
-    cv::Mat resized;
-    cv::resize(image, resized, cv::Size(width, height));
-    image = resized;
-  }
-  if (!encoding.empty()) {
-    std::string bytes;
-    if ((image.channels() == 3) == is_color && height == 0 && width == 0 &&
-        MatchesEncoding(path, encoding)) {
-      // The file is already what would be stored: keep its bytes (Caffe's ReadFileToDatum).
-      std::ifstream file(path, std::ios::binary);
-      bytes.assign(std::istreambuf_iterator<char>(file), std::istreambuf_iterator<char>());
-    } else {
-      std::vector<uchar> buffer;
-      try {
-        if (!cv::imencode("." + encoding, image, buffer)) {
-          *why = "cannot encode it as " + encoding;
-          return false;
-        }
-      } catch (const cv::Exception& e) {
-        *why = "cannot encode it as " + encoding + ": " + OneLineMessage(e.what());
-        return false;
-      }
-      bytes.assign(buffer.begin(), buffer.end());
-    }
-    datum->set_data(std::move(bytes));
-    datum->set_label(label);
-    datum->set_encoded(true);
-    return true;
-  }
-  InterleavedToDatum(image.ptr<uint8_t>(0), image.step, image.channels(), image.rows, image.cols,
-                     datum);
-  datum->set_label(label);
-  return true;
-}
-#endif
-
 int RunConvertImageset(const std::vector<std::string>& args) {
   if (args.size() != 3)
     CREMA_THROW_CONFIG("convert-imageset takes 3 arguments (ROOTFOLDER LISTFILE DB_NAME), got ",
@@ -166,20 +68,14 @@ int RunConvertImageset(const std::vector<std::string>& args) {
   const int height = FLAGS_resize_height, width = FLAGS_resize_width;
 
   std::vector<std::pair<std::string, int>> lines = ReadList(args[1]);
-  if (FLAGS_shuffle) {
-    RngEngine& rng = ThreadRng();
-    for (size_t i = lines.size() - 1; i > 0; --i)
-      std::swap(lines[i], lines[std::uniform_int_distribution<size_t>(0, i)(rng)]);
-  }
-  std::printf("a total of %zu images\n", lines.size());
-  std::fflush(stdout);
+  ShuffleAndCount(&lines);
 
   auto db = db::OpenDB(backend, args[2], db::Mode::kNew);
-  auto txn = db->NewTransaction();
   Datum datum;
-  int64_t count = 0, skipped = 0, data_size = -1;
+  int64_t skipped = 0;
   // On a terminal a live count replaces the "processed N files" lines.
   ConvertProgress progress(static_cast<int64_t>(lines.size()), "images");
+  DatumWriter writer(db.get(), &progress);
   for (size_t line_id = 0; line_id < lines.size(); ++line_id) {
     progress.Update(static_cast<int64_t>(line_id));
     const std::string& name = lines[line_id].first;
@@ -195,41 +91,27 @@ int RunConvertImageset(const std::vector<std::string>& args) {
         continue;
       }
     }
+    ImageToDatum options;
+    options.height = height;
+    options.width = width;
+    options.is_color = is_color;
+    options.encoding = encoding;
     std::string why;
-    if (!ReadImageToDatum(path, lines[line_id].second, height, width, is_color, encoding, &datum,
-                          &why)) {
+    if (!ReadImageToDatum(path, lines[line_id].second, options, &datum, &why)) {
       progress.Message(StrCat("warning: skipping '", path, "' (line ", line_id + 1,
                               " of the list as read): ", why),
                        stderr);
       ++skipped;
       continue;
     }
-    if (FLAGS_check_size && !datum.encoded()) {
-      const int64_t size = static_cast<int64_t>(datum.data().size());
-      if (data_size < 0) {
-        data_size = size;
-      } else if (size != data_size) {
-        CREMA_THROW_RUNTIME("--check_size: '", path, "' is ", datum.channels(), " x ",
-                            datum.height(), " x ", datum.width(), " (", size,
-                            " bytes), but the first image had ", data_size, " bytes");
-      }
-    }
-    char key[16];
-    std::snprintf(key, sizeof(key), "%08d", static_cast<int>(line_id));
-    txn->Put(std::string(key) + "_" + name, datum.SerializeAsString());
-    if (++count % 1000 == 0) {
-      txn->Commit();
-      if (!progress.live()) {
-        std::printf("processed %lld files\n", static_cast<long long>(count));
-        std::fflush(stdout);
-      }
-    }
+    writer.CheckSize(datum, path);
+    writer.Put(line_id, name, datum.SerializeAsString());
   }
-  if (count % 1000 != 0) txn->Commit();
+  writer.Finish();
   progress.Update(static_cast<int64_t>(lines.size()));
   progress.Finish();
-  std::printf("wrote %lld records to %s (%s)", static_cast<long long>(count), args[2].c_str(),
-              db::BackendName(backend));
+  std::printf("wrote %lld records to %s (%s)", static_cast<long long>(writer.count()),
+              args[2].c_str(), db::BackendName(backend));
   if (skipped > 0)
     std::printf("; skipped %lld images that could not be read", static_cast<long long>(skipped));
   std::printf("\n");
