@@ -11,8 +11,10 @@
 option(CREMA_INFERENCE_OPENCV "Inference-only build: link OpenCV for image input" OFF)
 
 # Layer folders left out, and their prototxt types (for the registry's error message).
-set(CREMA_INFERENCE_EXCLUDED_LAYER_DIRS data image_data hdf5_data hdf5_output window_data)
-set(CREMA_INFERENCE_EXCLUDED_LAYER_TYPES "Data,ImageData,HDF5Data,HDF5Output,WindowData")
+set(CREMA_INFERENCE_EXCLUDED_LAYER_DIRS data image_data hdf5_data hdf5_output window_data
+    annotated_data)
+set(CREMA_INFERENCE_EXCLUDED_LAYER_TYPES
+    "Data,ImageData,HDF5Data,HDF5Output,WindowData,AnnotatedData")
 
 list(REMOVE_ITEM CREMA_COMMON_DEFS CREMA_WITH_LEVELDB=1)
 set(LevelDB_FOUND FALSE)
@@ -38,7 +40,7 @@ target_compile_definitions(crema_core PRIVATE
 include(cmake/version.cmake)
 crema_module(crema_math src/math/*.cpp src/math/*.cu)
 crema_module(crema_io src/io/npy.cpp src/io/input_checks.cpp src/io/prefetch_pool.cpp
-             src/io/json.cpp)
+             src/io/json.cpp src/io/boxes.cpp)
 crema_module(crema_net src/net/*.cpp)
 target_compile_definitions(crema_net PRIVATE CREMA_NO_HDF5=1)
 crema_module(crema_onnx src/onnx/*.cpp)

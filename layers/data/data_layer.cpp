@@ -4,6 +4,7 @@
 #include <sys/stat.h>
 
 #include <cstring>
+#include <utility>
 
 #include "core/rng.hpp"
 #include "crema/layer_registry.hpp"
@@ -87,18 +88,8 @@ void DataLayer::LayerSetUp(const BlobVec& bottom, const BlobVec& top) {
     throw RuntimeError(ErrorPrefix("data_param.source") +
                        StrCat("data_param.source '", source_, "' holds no records"));
 
-  try {
-    transformer_ = std::make_unique<DataTransformer>(layer_param_.transform_param(), phase_);
-  } catch (const ConfigError& e) {
-    throw ConfigError(ErrorPrefix("transform_param") + e.what());
-  } catch (const RuntimeError& e) {
-    throw RuntimeError(ErrorPrefix("transform_param") + e.what());
-  }
-  // Random numbers are drawn only when needed, as Caffe, so adding a plain Data layer does not
-  // shift the random stream the rest of the net sees.
-  if (transformer_->NeedsRandom()) transformer_->InitRand(NextSeed());
+  SetUpTransform();
 
-  std::vector<int> shape;
   WithPrefix(prefix_, [&] {
     position_ = 0;
     if (InShard())
@@ -107,44 +98,72 @@ void DataLayer::LayerSetUp(const BlobVec& bottom, const BlobVec& top) {
       NextRecord();
     if (param.rand_skip() > 0) {
       uint32_t skip = static_cast<uint32_t>(ThreadRng()()) % param.rand_skip();
-      LOG(INFO) << "Data layer \"" << name() << "\" skips the first " << skip << " records";
+      LOG(INFO) << type() << " layer \"" << name() << "\" skips the first " << skip << " records";
       while (skip-- > 0) NextRecord();
     }
     // The first good record gives the shape, and its problems are reported here, not at
     // Forward. Bad records before it are skipped for good (with SKIP).
-    Item item;
+    std::unique_ptr<Item> item = NewItem();
     for (;;) {
-      item.key = cursor_->key();
-      item.value = cursor_->value();
+      item->key = cursor_->key();
+      item->value = cursor_->value();
       try {
-        Decode(&item);
+        Decode(item.get());
       } catch (const RuntimeError&) {
-        OnBadRecord(item, std::current_exception());
+        OnBadRecord(*item, std::current_exception());
         NextRecord();
         continue;
       }
       break;
     }
     consecutive_bad_ = 0;
-    shape = transformer_->ShapeOf(item.image, RecordName(item.key));
+    ShapeTops(*item, top);
   });
-  shape[0] = batch_size_;
-  top[0]->Reshape(shape);
-  if (output_labels_) top[1]->Reshape(std::vector<int>{batch_size_});
   const int threads = DecodeThreads(param.decode_threads());
-  LOG(INFO) << "Data layer \"" << name() << "\": " << source_
+  LOG(INFO) << type() << " layer \"" << name() << "\": " << source_
             << (num_shards_ > 1 ? StrCat(" (shard ", shard_id_, " of ", num_shards_, ")") : "")
             << ", output " << top[0]->shape_string() << ", " << threads << " decode threads";
 
-  items_.resize(static_cast<size_t>(batch_size_));
+  for (int i = 0; i < batch_size_; ++i) items_.push_back(NewItem());
   for (uint32_t i = 0; i < param.prefetch(); ++i) {
     batches_.push_back(std::make_unique<Batch>(dtype_));
-    batches_.back()->data.Reshape(shape);
-    if (output_labels_) batches_.back()->label.Reshape(std::vector<int>{batch_size_});
+    batches_.back()->data.ReshapeLike(*top[0]);
+    if (output_labels_) batches_.back()->label.ReshapeLike(*top[1]);
   }
   workers_ = std::make_unique<WorkerPool>(threads);
   handed_ = ReaderState();
   StartPrefetch();
+}
+
+void DataLayer::SetUpTransform() {
+  const TransformationParameter& param = layer_param_.transform_param();
+  const std::pair<bool, const char*> ssd_fields[] = {
+      {param.has_resize_param(), "resize_param"},
+      {param.has_noise_param(), "noise_param"},
+      {param.has_emit_constraint(), "emit_constraint"},
+      {param.has_distort_param(), "distort_param"},
+      {param.has_expand_param(), "expand_param"}};
+  for (const auto& [given, field] : ssd_fields)
+    CREMA_CHECK_PARAM(!given, StrCat("transform_param.", field),
+                      "is the SSD branch's, applied by AnnotatedData layers only (type: "
+                      "\"AnnotatedData\"); Data would ignore it");
+  try {
+    transformer_ = std::make_unique<DataTransformer>(param, phase_);
+  } catch (const ConfigError& e) {
+    throw ConfigError(ErrorPrefix("transform_param") + e.what());
+  } catch (const RuntimeError& e) {
+    throw RuntimeError(ErrorPrefix("transform_param") + e.what());
+  }
+  // Random numbers are drawn only when needed, as Caffe, so adding a plain Data layer does not
+  // shift the random stream the rest of the net sees.
+  if (transformer_->NeedsRandom()) transformer_->InitRand(NextSeed());
+}
+
+void DataLayer::ShapeTops(const Item& first, const BlobVec& top) {
+  std::vector<int> shape = transformer_->ShapeOf(first.image, RecordName(first.key));
+  shape[0] = batch_size_;
+  top[0]->Reshape(shape);
+  if (output_labels_) top[1]->Reshape(std::vector<int>{batch_size_});
 }
 
 void DataLayer::StartPrefetch() {
@@ -161,7 +180,7 @@ DataLayerState DataLayer::ReaderState() const {
   state.set_pass_size(pass_size_);
   state.set_skipped(skipped_);
   state.set_consecutive_bad(consecutive_bad_);
-  if (transformer_->NeedsRandom()) state.set_transform_rng(transformer_->RandState());
+  if (NeedsRandom()) state.set_transform_rng(RandState());
   return state;
 }
 
@@ -196,9 +215,7 @@ void DataLayer::RestoreDataState(const DataLayerState& state) {
   pass_size_ = state.pass_size();
   skipped_ = reported_skipped_ = state.skipped();
   consecutive_bad_ = state.consecutive_bad();
-  if (transformer_->NeedsRandom()) {
-    WithPrefix(prefix_, [&] { transformer_->SetRandState(state.transform_rng()); });
-  }
+  if (NeedsRandom()) WithPrefix(prefix_, [&] { SetRandState(state.transform_rng()); });
   handed_ = ReaderState();
   StartPrefetch();
 }
@@ -222,7 +239,7 @@ void DataLayer::NextRecord() {
                      << "' so far";
         reported_skipped_ = skipped_;
       }
-      DLOG(INFO) << "Data layer \"" << name() << "\" restarts from the first record";
+      DLOG(INFO) << type() << " layer \"" << name() << "\" restarts from the first record";
       cursor_->SeekToFirst();
       position_ = 0;
     }
@@ -258,27 +275,31 @@ void DataLayer::OnBadRecord(const Item& item, const std::exception_ptr& error) {
 
 void DataLayer::LoadBatch(Batch* batch) {
   const std::vector<int> order = GatherInOrder(
-      workers_.get(), batch_size_, [this](int slot) { Fetch(&items_[slot]); },
-      [this](int slot) { Decode(&items_[slot]); },
+      workers_.get(), batch_size_, [this](int slot) { Fetch(items_[slot].get()); },
+      [this](int slot) { Decode(items_[slot].get()); },
       [this](int slot, const std::exception_ptr& error) {
         if (error)
-          OnBadRecord(items_[slot], error);
+          OnBadRecord(*items_[slot], error);
         else
           consecutive_bad_ = 0;
       });
+  std::vector<Item*> items;
+  for (int slot : order) items.push_back(items_[slot].get());
+  FillBatch(items, batch);
+  batch->end = ReaderState();
+}
+
+void DataLayer::FillBatch(const std::vector<Item*>& items, Batch* batch) {
   std::vector<const DataTransformer::Image*> images;
-  for (int slot : order) images.push_back(&items_[slot].image);
+  for (const Item* item : items) images.push_back(&item->image);
   transformer_->TransformBatch(
-      images, [&](int k) { return RecordName(items_[order[k]].key); }, workers_.get(),
-      &batch->data);
+      images, [&](int k) { return RecordName(items[k]->key); }, workers_.get(), &batch->data);
   if (output_labels_) {
     CREMA_DISPATCH_FLOAT(batch->label.dtype(), T, {
       T* labels = batch->label.mutable_cpu_data<T>();
-      for (int k = 0; k < batch_size_; ++k)
-        labels[k] = static_cast<T>(items_[order[k]].datum.label());
+      for (size_t k = 0; k < items.size(); ++k) labels[k] = static_cast<T>(items[k]->datum.label());
     });
   }
-  batch->end = ReaderState();
 }
 
 void DataLayer::ForwardCpu(const BlobVec& bottom, const BlobVec& top) {

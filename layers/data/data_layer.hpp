@@ -26,6 +26,10 @@
 // last batch Forward handed out, so batches prefetched but not consumed are read again after a
 // restore. NumRecords: the records of the shard in one pass (LMDB's statistics; LevelDB counts
 // its keys once), bad records included.
+// The SSD branch's transform_param fields (resize_param, noise_param, emit_constraint,
+// distort_param, expand_param) belong to AnnotatedData: ConfigError here.
+// Other record types: a subclass (AnnotatedData) keeps the reader, the threads and the resuming,
+// and overrides the hooks below that parse, shape and transform.
 #include <cstdint>
 #include <exception>
 #include <memory>
@@ -39,7 +43,7 @@
 
 namespace crema {
 
-class DataLayer final : public Layer {
+class DataLayer : public Layer {
  public:
   // Device-neutral: records are decoded and transformed on the host by design (as Caffe); the
   // next layer's gpu_data() uploads the batch.
@@ -69,32 +73,55 @@ class DataLayer final : public Layer {
   void BackwardCpu(const BlobVec& top, const std::vector<bool>& propagate_down,
                    const BlobVec& bottom) override {}
 
- private:
   struct Batch {
     explicit Batch(DataType type) : data(type), label(type) {}
     Blob data;
     Blob label;
     DataLayerState end;  // the reader's state after this batch
   };
-  // One record on its way into a batch; owned by the loading thread and its workers.
+  // One record on its way into a batch; owned by the loading thread and its workers. A subclass
+  // derives its own (NewItem) to carry what its records hold besides the Datum.
   struct Item {
+    virtual ~Item() = default;
     std::string key, value;
     Datum datum;
     std::vector<uint8_t> pixels;
     DataTransformer::Image image;
   };
 
+  // The hooks. NewItem: an empty item. SetUpTransform: checks transform_param, builds the
+  // transformer and seeds its generator (from NextSeed, only when it draws). Decode (worker
+  // threads, concurrently): parses and decodes; RuntimeError naming the record when it is bad.
+  // ShapeTops: shapes the tops from the first good record (at set-up; Forward reshapes them like
+  // each batch). FillBatch (loading thread): the batch from its good items in cursor order; it may
+  // use workers() and must draw random numbers in item order. NeedsRandom / RandState /
+  // SetRandState: the transform's generator, saved with the reader's state.
+  virtual std::unique_ptr<Item> NewItem() const { return std::make_unique<Item>(); }
+  virtual void SetUpTransform();
+  virtual void Decode(Item* item) const;
+  virtual void ShapeTops(const Item& first, const BlobVec& top);
+  virtual void FillBatch(const std::vector<Item*>& items, Batch* batch);
+  virtual bool NeedsRandom() const { return transformer_->NeedsRandom(); }
+  virtual std::string RandState() const { return transformer_->RandState(); }
+  virtual void SetRandState(const std::string& state) { transformer_->SetRandState(state); }
+
+  std::string RecordName(const std::string& key) const;
+  // Stops the loading thread; a subclass's destructor calls it first, as the thread calls its
+  // hooks.
+  void StopPrefetch() { prefetcher_.reset(); }
+  WorkerPool* workers() const { return workers_.get(); }
+  int batch_size() const { return batch_size_; }
+  bool output_labels() const { return output_labels_; }
+
+ private:
   void LoadBatch(Batch* batch);
   // Reads the cursor's record into `item` and moves the cursor on.
   void Fetch(Item* item);
-  // Parses and decodes; RuntimeError naming the record when it is bad.
-  void Decode(Item* item) const;
   // Applies on_bad_record to a record that failed with `error`.
   void OnBadRecord(const Item& item, const std::exception_ptr& error);
   // Moves the cursor to the next record of the shard, back to the first after the last.
   void NextRecord();
   bool InShard() const { return position_ % num_shards_ == shard_id_; }
-  std::string RecordName(const std::string& key) const;
   // The reader's state now (loading thread, or with the prefetcher stopped).
   DataLayerState ReaderState() const;
   void StartPrefetch();
@@ -118,7 +145,7 @@ class DataLayer final : public Layer {
   DataLayerState handed_;             // the reader's state after the last batch handed out
   mutable int64_t num_records_ = -1;  // of the shard, counted on first use
 
-  std::vector<Item> items_;
+  std::vector<std::unique_ptr<Item>> items_;
   std::vector<std::unique_ptr<Batch>> batches_;
   std::unique_ptr<WorkerPool> workers_;
   std::unique_ptr<Prefetcher> prefetcher_;

@@ -266,30 +266,40 @@ void DataTransformer::Transform(const Datum& datum, T* out, const std::string& w
   Transform(image, NextDraws(), out);
 }
 
-template <typename T>
-void DataTransformer::Transform(const Image& image, const Draws& draws, T* out) const {
-  const int channels = image.channels;
-  const int image_height = image.height;
-  const int image_width = image.width;
+DataTransformer::Window DataTransformer::Choose(int height, int width, const Draws& draws) const {
   const int crop = static_cast<int>(param_.crop_size());
-  const T scale = static_cast<T>(param_.scale());
   // Each choice is Caffe's Rand(n) = word % n, the words taken in NextDraws' order.
   int next = 0;
   const auto rand = [&](int n) {
     return static_cast<int>(draws.words[next++] % static_cast<uint32_t>(n));
   };
-  const bool do_mirror = param_.mirror() && rand(2) != 0;
-  int height = image_height, width = image_width, h_off = 0, w_off = 0;
+  Window window;
+  window.mirror = param_.mirror() && rand(2) != 0;
+  window.height = height;
+  window.width = width;
   if (crop > 0) {
-    height = width = crop;
+    window.height = window.width = crop;
     if (phase_ == TRAIN) {
-      h_off = rand(image_height - crop + 1);
-      w_off = rand(image_width - crop + 1);
+      window.h_off = rand(height - crop + 1);
+      window.w_off = rand(width - crop + 1);
     } else {
-      h_off = (image_height - crop) / 2;
-      w_off = (image_width - crop) / 2;
+      window.h_off = (height - crop) / 2;
+      window.w_off = (width - crop) / 2;
     }
   }
+  return window;
+}
+
+template <typename T>
+void DataTransformer::Transform(const Image& image, const Draws& draws, T* out) const {
+  const int channels = image.channels;
+  const int image_height = image.height;
+  const int image_width = image.width;
+  const T scale = static_cast<T>(param_.scale());
+  const Window window = Choose(image_height, image_width, draws);
+  const bool do_mirror = window.mirror;
+  const int height = window.height, width = window.width;
+  const int h_off = window.h_off, w_off = window.w_off;
   const bool has_mean_file = !mean_.empty();
   const bool has_mean_values = !mean_values_.empty();
   // Element (c, y, x) of the image, planar C x H x W or interleaved H x W x C; the mean file is

@@ -59,6 +59,13 @@ class DataTransformer {
   // {1, C, H', W'} of a decoded image; ConfigError when crop or mean don't fit it.
   std::vector<int> ShapeOf(const Image& image, const std::string& what = "") const;
   Draws NextDraws();
+  // The part of a height x width image that Transform writes with `draws`, and whether it is
+  // mirrored (for AnnotatedData, which moves its boxes with the pixels).
+  struct Window {
+    bool mirror = false;
+    int h_off = 0, w_off = 0, height = 0, width = 0;
+  };
+  Window Choose(int height, int width, const Draws& draws) const;
   // Writes the C x H' x W' values of a decoded image (checked by ShapeOf) to `out`.
   template <typename T>
   void Transform(const Image& image, const Draws& draws, T* out) const;

@@ -30,7 +30,7 @@ void Solver::ShardTrainData(NetParameter* net_param) {
                 << "\" is sharded by rank: rank r of " << world << " reads the records i with i % "
                 << world << " == r";
     };
-    if (layer.type() == "Data")
+    if (layer.type() == "Data" || layer.type() == "AnnotatedData")
       shard(layer.mutable_data_param(), "data_param");
     else if (layer.type() == "ImageData")
       shard(layer.mutable_image_data_param(), "image_data_param");
@@ -171,7 +171,7 @@ void Solver::RestoreDataStates(const SolverState& state, const std::string& stat
         CREMA_THROW_CONFIG(state_file, ": data_state of layer \"", layer->name(), "\" is for a ",
                            saved->type(), " layer, but the net's layer is ", layer->type());
       if (k == 0 && auto_sharded_.count(layer->name()) && dist::Rank() > 0 &&
-          layer->type() == std::string("Data")) {
+          (layer->type() == std::string("Data") || layer->type() == std::string("AnnotatedData"))) {
         // The state is rank 0's (shard 0); every shard has read as many records of its own.
         DataLayerState mine = *saved;
         const int64_t world = dist::WorldSize(), shard_records = layer->NumRecords();
