@@ -172,6 +172,8 @@ class Solver {
   // test_whole_set: test_iter from each test net's data layer; remembers where they start.
   void ApplyTestWholeSet();
   void CheckMonitors() const;
+  // eval_type and ap_version, against the test nets' outputs (DetectionEvaluate for "detection").
+  void CheckTestEvaluation() const;
   Action GetRequestedAction() const;
   // Multi-process training (solvers/distributed.hpp): sets shard_id = rank and num_shards = world
   // in the train net's Data layers that set neither; broadcasts rank 0's weights and logs the

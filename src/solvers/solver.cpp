@@ -15,10 +15,12 @@
 #include "core/rng.hpp"
 #include "crema/error.hpp"
 #include "crema/proto_io.hpp"
+#include "io/boxes.hpp"
 #include "net/iteration_graph.hpp"
 #include "net/memory_plan.hpp"
 #include "net/output_means.hpp"
 #include "net/weights_match.hpp"
+#include "solvers/detection_eval.hpp"
 #include "solvers/distributed.hpp"
 #include "solvers/loss_scaler.hpp"
 #include "solvers/lr_policy.hpp"
@@ -118,6 +120,7 @@ Solver::Solver(const SolverParameter& param, const SolverOptions& options)
   for (const auto& [field, message] : SolverWarnings(param_))
     LOG(WARNING) << ErrorAt(field) << message;
   InitTestNets();
+  CheckTestEvaluation();
   CheckMonitors();
   if (options_.progress) progress_ = std::make_unique<ProgressLine>();
   LOG(INFO) << "Solver scaffolding done.";
@@ -607,6 +610,29 @@ std::vector<std::vector<std::pair<std::string, double>>> Solver::TestAll() {
   return all;
 }
 
+void Solver::CheckTestEvaluation() const {
+  const std::string& eval_type = param_.eval_type();
+  if (eval_type != "classification" && eval_type != "detection")
+    throw ConfigError(
+        ErrorAt("eval_type") +
+        StrCat("eval_type must be \"classification\" or \"detection\", got \"", eval_type, "\""));
+  for (size_t id = 0; id < test_nets_.size(); ++id) {
+    const bool has_detection = !DetectionEvalOutputs(*test_nets_[id]).empty();
+    if (eval_type == "classification" && has_detection)
+      LOG(WARNING) << ErrorAt("eval_type") << "test net #" << id
+                   << " has a DetectionEvaluate output but eval_type is \"classification\": its "
+                      "rows are averaged as they are; set eval_type: \"detection\" for mean "
+                      "average precision";
+    if (eval_type == "detection" && !has_detection)
+      throw ConfigError(ErrorAt("eval_type") +
+                        StrCat("eval_type is \"detection\" but test net #", id,
+                               " has no output made by a DetectionEvaluate layer (its rows are "
+                               "what the detection test scores)"));
+  }
+  if (eval_type == "detection")
+    boxes::CheckApVersion(param_.ap_version(), ErrorAt("ap_version") + "ap_version");
+}
+
 void Solver::TestNet(int test_net_id, std::vector<std::pair<std::string, double>>* scores) {
   LOG(INFO) << "Iteration " << iter_ << ", Testing net (#" << test_net_id << ")";
   Net& test_net = *test_nets_[test_net_id];
@@ -615,6 +641,11 @@ void Solver::TestNet(int test_net_id, std::vector<std::pair<std::string, double>
   if (test_net_id < static_cast<int>(test_start_states_.size()))
     for (auto& [layer, start] : test_start_states_[test_net_id]) layer->RestoreDataState(start);
   const int test_iter = param_.test_iter(test_net_id);
+  // eval_type "detection": DetectionEvaluate's rows are gathered into mean average precision
+  // instead of averaged (Caffe-SSD's TestDetection).
+  const std::vector<int> detection_outputs =
+      param_.eval_type() == "detection" ? DetectionEvalOutputs(test_net) : std::vector<int>();
+  std::vector<DetectionEvalAccumulator> detections(detection_outputs.size());
   OutputMeans means;
   double loss = 0;
   for (int i = 0; i < test_iter; ++i) {
@@ -627,6 +658,8 @@ void Solver::TestNet(int test_net_id, std::vector<std::pair<std::string, double>
     const double iter_loss = test_net.Forward();
     if (param_.test_compute_loss()) loss += iter_loss;
     means.Add(test_net);
+    for (size_t k = 0; k < detection_outputs.size(); ++k)
+      detections[k].Add(*test_net.output_blobs()[detection_outputs[k]]);
   }
   if (requested_early_exit_) {
     LOG(INFO) << "Test interrupted.";
@@ -638,21 +671,41 @@ void Solver::TestNet(int test_net_id, std::vector<std::pair<std::string, double>
   }
   scores->clear();
   int score_index = 0;
-  for (const OutputMeans::Mean& mean : means.Means()) {
-    const int blob_index = test_net.output_blob_indices()[mean.output];
-    const double loss_weight = test_net.blob_loss_weights()[blob_index];
-    scores->emplace_back(mean.name, mean.value);
-    std::ostringstream loss_msg;
-    if (loss_weight)
-      loss_msg << " (* " << loss_weight << " = " << loss_weight * mean.value << " loss)";
-    LOG(INFO) << "    Test net output #" << score_index++ << ": " << mean.name << " = "
-              << mean.value << loss_msg.str();
+  const std::vector<OutputMeans::Mean> output_means = means.Means();
+  for (int output = 0; output < static_cast<int>(test_net.output_blobs().size()); ++output) {
+    const auto detection = std::find(detection_outputs.begin(), detection_outputs.end(), output);
+    if (detection != detection_outputs.end()) {
+      const std::string& name = test_net.blob_names()[test_net.output_blob_indices()[output]];
+      const DetectionEvalAccumulator::Result result =
+          detections[detection - detection_outputs.begin()].Compute(param_.ap_version());
+      scores->emplace_back(name, result.map);
+      LOG(INFO) << "    Test net output #" << score_index++ << ": " << name << " = " << result.map;
+      if (param_.show_per_class_result())
+        for (const DetectionEvalAccumulator::ClassAp& c : result.classes)
+          LOG(INFO) << "class" << c.label << ": " << c.ap;
+      continue;
+    }
+    for (const OutputMeans::Mean& mean : output_means) {
+      if (mean.output != output) continue;
+      const int blob_index = test_net.output_blob_indices()[mean.output];
+      const double loss_weight = test_net.blob_loss_weights()[blob_index];
+      scores->emplace_back(mean.name, mean.value);
+      std::ostringstream loss_msg;
+      if (loss_weight)
+        loss_msg << " (* " << loss_weight << " = " << loss_weight * mean.value << " loss)";
+      LOG(INFO) << "    Test net output #" << score_index++ << ": " << mean.name << " = "
+                << mean.value << loss_msg.str();
+    }
   }
   // Outputs that changed size between batches have no element-wise mean (and no score).
-  for (const OutputMeans::Varying& output : means.VaryingOutputs())
+  for (const OutputMeans::Varying& output : means.VaryingOutputs()) {
+    if (std::find(detection_outputs.begin(), detection_outputs.end(), output.output) !=
+        detection_outputs.end())
+      continue;
     LOG(INFO) << "    Test net output " << output.name
               << ": not averaged, its size varies between batches (" << output.min_count << " to "
               << output.max_count << " values per batch)";
+  }
 }
 
 // ---- learning rate ----
