@@ -41,7 +41,7 @@ DEFINE_string(output, "",
               "<blob>_lmdb, <blob>_leveldb, <blob>.npy or features.h5.");
 DEFINE_string(format, "lmdb",
               "How results are saved: extract-features: lmdb, leveldb, npy or hdf5 (default "
-              "lmdb); classify: csv or jsonl (default csv).");
+              "lmdb); classify, detect: csv or jsonl (default csv).");
 
 namespace crema::cli {
 namespace {

@@ -62,22 +62,23 @@ DEFINE_string(
     "of every layer named LAYER in the solver's nets "
     "(net.conv1.convolution_param.num_output=32, net.fc8.param.lr_mult=0 for all its "
     "param blocks, net.fc8.param[1].lr_mult=0 for the bias only; see crema train --help).");
-DEFINE_string(out, "",
-              "Where the result goes. sweep: the sweep folder, one sub-folder per run, "
-              "results.tsv and results.md (default: <snapshot_prefix folder>/sweep, or "
-              "sweep/). plot: the image, .svg or .png. export-onnx: the .onnx file. classify: the "
-              "results file (default stdout). completion: the script (default stdout).");
+DEFINE_string(
+    out, "",
+    "Where the result goes. sweep: the sweep folder, one sub-folder per run, "
+    "results.tsv and results.md (default: <snapshot_prefix folder>/sweep, or "
+    "sweep/). plot: the image, .svg or .png. export-onnx: the .onnx file. classify, detect: "
+    "the results file (default stdout). completion: the script (default stdout).");
 DEFINE_string(progress, "auto",
               "auto: a live progress line when stdout is a terminal (train: iteration, smoothed "
               "loss, lr, it/s, ETA instead of the INFO log, unless --log_dir is set; convert-*: "
               "count, images/s, ETA instead of the periodic 'processed N files' lines); on; off.");
 DEFINE_bool(memory_plan, true,
-            "test, time, classify, forward, extract-features, train: plan the activation memory "
-            "(intermediate blobs whose lifetimes do not overlap share buffers; the outputs read "
-            "are unchanged). --memory-plan=false gives every blob its own memory.");
+            "test, time, classify, detect, forward, extract-features, train: plan the activation "
+            "memory (intermediate blobs whose lifetimes do not overlap share buffers; the outputs "
+            "read are unchanged). --memory-plan=false gives every blob its own memory.");
 DEFINE_bool(fold_bn, true,
-            "test, time (TEST phase), classify, forward (without --all_blobs), inspect: fold "
-            "BatchNorm (with global statistics) and the Scale after it into the preceding "
+            "test, time (TEST phase), classify, detect, forward (without --all_blobs), inspect: "
+            "fold BatchNorm (with global statistics) and the Scale after it into the preceding "
             "Convolution, which then runs a folded copy of its weights (equal within float "
             "rounding; the weights saved or copied are unchanged; the copy costs the "
             "convolutions' weight memory again). --fold-bn=false runs the layers one by one, "

@@ -19,6 +19,8 @@
 namespace crema {
 namespace {
 
+using testing::CsvRow;
+using testing::Lines;
 using testing::RunCrema;
 using testing::WritePng;
 using testing::WriteText;
@@ -44,33 +46,6 @@ std::string Slurp(const std::string& path) {
   std::ostringstream s;
   s << in.rdbuf();
   return s.str();
-}
-
-std::vector<std::string> Lines(const std::string& text) {
-  std::vector<std::string> lines;
-  std::istringstream in(text);
-  for (std::string line; std::getline(in, line);) lines.push_back(line);
-  return lines;
-}
-
-// One parsed CSV row: path, rank, class, label, prob, error (quotes removed).
-std::vector<std::string> CsvRow(const std::string& line) {
-  std::vector<std::string> fields(1);
-  bool quoted = false;
-  for (size_t i = 0; i < line.size(); ++i) {
-    const char c = line[i];
-    if (quoted && c == '"' && i + 1 < line.size() && line[i + 1] == '"') {
-      fields.back() += '"';
-      ++i;
-    } else if (c == '"') {
-      quoted = !quoted;
-    } else if (c == ',' && !quoted) {
-      fields.emplace_back();
-    } else {
-      fields.back() += c;
-    }
-  }
-  return fields;
 }
 
 class ClassifyTest : public ::testing::Test {
