@@ -22,6 +22,7 @@
 #include "crema/proto_io.hpp"
 #include "crema/solver.hpp"
 #include "flags.hpp"
+#include "io/input_checks.hpp"
 #include "net/upgrade.hpp"
 #include "solvers/solver_warnings.hpp"
 #include "verb.hpp"
@@ -82,17 +83,9 @@ class Report {
   std::string context_;
 };
 
-std::string ReadFile(const std::string& path) {
-  std::ifstream in(path, std::ios::binary);
-  if (!in) CREMA_THROW_RUNTIME("cannot read ", path);
-  std::ostringstream text;
-  text << in.rdbuf();
-  return text.str();
-}
-
 // The source a data layer reads, or "" for layers without one.
 std::string DataSource(const LayerParameter& layer) {
-  if (layer.type() == "Data") return layer.data_param().source();
+  if (layer.type() == "Data" || layer.type() == "AnnotatedData") return layer.data_param().source();
   if (layer.type() == "ImageData") return layer.image_data_param().source();
   if (layer.type() == "HDF5Data") return layer.hdf5_data_param().source();
   if (layer.type() == "WindowData") return layer.window_data_param().source();
@@ -100,28 +93,47 @@ std::string DataSource(const LayerParameter& layer) {
 }
 
 std::string SourceField(const LayerParameter& layer) {
-  if (layer.type() == "Data") return "data_param.source";
+  if (layer.type() == "Data" || layer.type() == "AnnotatedData") return "data_param.source";
   if (layer.type() == "ImageData") return "image_data_param.source";
   if (layer.type() == "HDF5Data") return "hdf5_data_param.source";
   return "window_data_param.source";
 }
 
 // An Input layer with the tops' shapes of a data layer whose source is missing, when the
-// parameters alone give them (ImageData with new_height/new_width or crop_size); else false.
+// parameters alone give them (ImageData with new_height/new_width or crop_size; AnnotatedData
+// with resize_param height/width or crop_size, 3 channels unless force_gray, and a label of one
+// box row); else false.
 bool InputStandIn(const LayerParameter& layer, LayerParameter* input) {
-  if (layer.type() != "ImageData") return false;
-  const ImageDataParameter& p = layer.image_data_param();
-  int height = p.new_height(), width = p.new_width();
-  if (layer.transform_param().crop_size() > 0)
-    height = width = static_cast<int>(layer.transform_param().crop_size());
+  const TransformationParameter& transform = layer.transform_param();
+  int batch = 0, channels = 0, height = 0, width = 0;
+  std::vector<int> label_shape;
+  if (layer.type() == "ImageData") {
+    const ImageDataParameter& p = layer.image_data_param();
+    batch = static_cast<int>(p.batch_size());
+    channels = p.is_color() ? 3 : 1;
+    height = p.new_height();
+    width = p.new_width();
+    label_shape = {batch};
+  } else if (layer.type() == "AnnotatedData") {
+    batch = static_cast<int>(layer.data_param().batch_size());
+    channels = transform.force_gray() ? 1 : 3;
+    height = static_cast<int>(transform.resize_param().height());
+    width = static_cast<int>(transform.resize_param().width());
+    label_shape = {1, 1, 1, 8};
+  } else {
+    return false;
+  }
+  if (transform.crop_size() > 0) height = width = static_cast<int>(transform.crop_size());
   if (height <= 0 || width <= 0 || layer.top_size() < 1) return false;
   input->set_name(layer.name());
   input->set_type("Input");
   for (const std::string& top : layer.top()) input->add_top(top);
   BlobShape* data = input->mutable_input_param()->add_shape();
-  for (int d : {static_cast<int>(p.batch_size()), p.is_color() ? 3 : 1, height, width})
-    data->add_dim(d);
-  if (layer.top_size() > 1) input->mutable_input_param()->add_shape()->add_dim(p.batch_size());
+  for (int d : {batch, channels, height, width}) data->add_dim(d);
+  if (layer.top_size() > 1) {
+    BlobShape* label = input->mutable_input_param()->add_shape();
+    for (int d : label_shape) label->add_dim(d);
+  }
   return true;
 }
 
@@ -291,7 +303,7 @@ NetRef LoadNet(const std::string& path, const std::string& solver_path, Report* 
     resolved = beside.lexically_normal().string();
   std::string text;
   try {
-    text = ReadFile(resolved);
+    text = ReadWholeFile(resolved);
   } catch (const Error& e) {
     report->Error(StrCat(e.what(), " (a net of ", solver_path, ")"));
     ref.ok = false;
@@ -399,12 +411,23 @@ void CheckSolver(SolverParameter solver, const std::string& path,
   }
 }
 
+// Whether the net has, in `phase`, a layer that feeds it (one without bottoms, other than a
+// Parameter layer).
+bool HasInputs(const NetParameter& param, Phase phase) {
+  NetParameter staged(param), filtered;
+  staged.mutable_state()->set_phase(phase);
+  FilterNet(staged, &filtered);
+  for (const LayerParameter& layer : filtered.layer())
+    if (layer.bottom_size() == 0 && layer.type() != "Parameter") return true;
+  return false;
+}
+
 // Returns the report of one file: solver or net, told apart by which parse fits better.
 Report ValidateFile(const std::string& path) {
   Report report;
   std::string text;
   try {
-    text = ReadFile(path);
+    text = ReadWholeFile(path);
   } catch (const Error& e) {
     report.Error(e.what());
     return report;
@@ -427,7 +450,14 @@ Report ValidateFile(const std::string& path) {
   }
   NetRef ref{net, net_source};
   if (!Upgrade(path, &ref, &report)) return report;
-  for (Phase phase : {TRAIN, TEST}) {
+  // A net file whose inputs (data or Input layers) all belong to one phase, as the SSD branch's
+  // separate train.prototxt and test.prototxt, is checked in that phase only: its solver never
+  // builds it in the other.
+  std::vector<Phase> phases;
+  for (Phase phase : {TRAIN, TEST})
+    if (HasInputs(ref.param, phase)) phases.push_back(phase);
+  if (phases.empty()) phases = {TRAIN, TEST};
+  for (Phase phase : phases) {
     report.set_context(phase == TRAIN ? "TRAIN" : "TEST");
     NetState state;
     state.set_phase(phase);
@@ -463,12 +493,14 @@ CREMA_REGISTER_VERB(
     "crema validate FILE.prototxt [FILE ...]\n\n"
     "Tells a solver from a net by its fields and checks it: syntax, unknown fields (every one, "
     "with a \"did you mean\"), bottoms no earlier layer produces, layer parameters and shapes "
-    "(the net is built on the CPU for TRAIN and TEST; a solver's train and test nets with its "
-    "train_state/test_state), settings legal but unlikely meant (a negative base_lr, max_iter 0: "
+    "(the net is built on the CPU for TRAIN and TEST, or only for the phase its data layers "
+    "belong to; a solver's train and test nets with its train_state/test_state), settings legal "
+    "but unlikely meant (a negative base_lr, max_iter 0: "
     "warnings), and tops no layer reads (they become net outputs; tops of loss "
     "and Accuracy layers and of the last layer are taken as intended). A data layer whose "
     "source is missing is a warning: an ImageData layer with new_height/new_width (or "
-    "crop_size) is shape-checked as an Input of that shape; otherwise the layers it feeds are "
+    "crop_size), or an AnnotatedData layer with resize_param height/width (or crop_size), is "
+    "shape-checked as an Input of that shape; otherwise the layers it feeds are "
     "listed as not shape-checked. After an error the layer and what it feeds are left out and "
     "the rest is checked, so one run shows every error it can. Each finding is one line with "
     "FILE:LINE:COL; a finding seen in only some phases or nets is tagged with them. Exit code "

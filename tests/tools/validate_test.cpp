@@ -51,6 +51,21 @@ TEST_F(ValidateTest, GoodNetIsValid) {
   EXPECT_TRUE(Contains(r.output, "good.prototxt: valid (0 warning(s))")) << r.output;
 }
 
+TEST_F(ValidateTest, NetOfOnePhaseIsCheckedInThatPhase) {
+  // As the SSD branch's train.prototxt: the only input is TRAIN's, so TEST is not built (it would
+  // miss "data"); a mistake in the TRAIN net is still found.
+  std::string text = kGoodNet;
+  text.replace(text.find("top: \"label\""), 0, "include { phase: TRAIN } ");
+  auto r = RunCrema("validate " + Write("train.prototxt", text));
+  EXPECT_EQ(r.rc, 0) << r.output;
+  EXPECT_TRUE(Contains(r.output, "train.prototxt: valid (0 warning(s))")) << r.output;
+  text.replace(text.find("bottom: \"ip\""), 12, "bottom: \"ipp\"");
+  r = RunCrema("validate " + Write("broken.prototxt", text));
+  EXPECT_EQ(r.rc, 2) << r.output;
+  EXPECT_TRUE(Contains(r.output, "bottom \"ipp\" is not produced")) << r.output;
+  EXPECT_FALSE(Contains(r.output, "[TEST]")) << r.output;
+}
+
 TEST_F(ValidateTest, EveryTypoWithSuggestionAndLine) {
   std::string text = kGoodNet;
   text.replace(text.find("num_output"), 10, "num_ouput");
@@ -107,6 +122,26 @@ TEST_F(ValidateTest, UnusedTopIsAWarning) {
       << r.output;
   EXPECT_FALSE(Contains(r.output, "top \"loss\"")) << r.output;
   EXPECT_TRUE(Contains(r.output, "valid (1 warning(s))")) << r.output;
+}
+
+TEST_F(ValidateTest, AnnotatedDataWithoutItsDbIsShapeCheckedFromResizeParam) {
+  // The SSD branch's nets resize every image to one size: the layers below are checked with a
+  // 2 x 3 x 6 x 8 data top (the Reshape to 2 x 144 holds only for that count) and a 1 x 1 x 1 x 8
+  // label.
+  const std::string net = Write("ssd.prototxt", R"(name: "ssd"
+layer { name: "data" type: "AnnotatedData" top: "data" top: "label" include { phase: TRAIN }
+        transform_param { resize_param { resize_mode: WARP height: 6 width: 8 } }
+        data_param { source: "/nonexistent/trainval_lmdb" batch_size: 2 backend: LMDB } }
+layer { name: "flat" type: "Reshape" bottom: "data" top: "flat" reshape_param { shape { dim: 2 dim: 144 } } }
+layer { name: "rows" type: "Reshape" bottom: "label" top: "rows" reshape_param { shape { dim: 1 dim: 8 } } }
+layer { name: "silence" type: "Silence" bottom: "flat" bottom: "rows" }
+)");
+  const auto r = RunCrema("validate " + net);
+  EXPECT_EQ(r.rc, 0) << r.output;
+  EXPECT_TRUE(Contains(r.output, "its tops are shape-checked from its parameters")) << r.output;
+  EXPECT_FALSE(Contains(r.output, "not shape-checked")) << r.output;
+  const auto inspect = RunCrema("inspect --model " + net + " --phase TRAIN");
+  EXPECT_NE(inspect.rc, 0);  // the DB itself is needed to build the net for real
 }
 
 TEST_F(ValidateTest, SolverWithMissingDataAndTypo) {
