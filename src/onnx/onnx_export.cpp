@@ -1,8 +1,11 @@
 // Caffe net -> ONNX graph. One pass over the built net's layers; each Caffe blob maps to the
 // ONNX tensor that holds its current value (in-place layers get a fresh tensor name, since ONNX
-// names are single-assignment; Split and Dropout only alias). Shapes come from the built net.
+// names are single-assignment; Split and Dropout only alias). Shapes come from the built net, so
+// PriorBox tops are constants; DetectionOutput's rows have a symbolic count (docs/onnx.md).
 #include <algorithm>
+#include <cfloat>
 #include <cmath>
+#include <limits>
 #include <map>
 #include <memory>
 #include <set>
@@ -10,6 +13,7 @@
 #include <vector>
 
 #include "crema/error.hpp"
+#include "crema/layer_registry.hpp"
 #include "crema/net.hpp"
 #include "crema/proto_io.hpp"
 #include "crema/version.hpp"
@@ -59,14 +63,23 @@ class Exporter {
     for (int id : net_.output_blob_indices()) {
       const std::string& blob = net_.blob_names()[id];
       std::string name = current_.at(blob);
-      if (graph_output_names_.count(name) || IsGraphInput(name)) {
+      const auto dynamic = dynamic_axes_.find(name);
+      if (graph_output_names_.count(name) || IsGraphInput(name) || constants_.count(name)) {
         // An output that is an input (or repeated) still needs a node producing it.
         const std::string alias = Unique(blob + "_out");
         AddNode("Identity", {name}, {alias}, alias);
         name = alias;
       }
       graph_output_names_.insert(name);
-      AddValueInfo(graph_->add_output(), name, ToShape(net_.blobs()[id]->shape()));
+      onnx::ValueInfoProto* output = graph_->add_output();
+      AddValueInfo(output, name, ToShape(net_.blobs()[id]->shape()));
+      if (dynamic != dynamic_axes_.end()) {  // e.g. the number of detections
+        output->mutable_type()
+            ->mutable_tensor_type()
+            ->mutable_shape()
+            ->mutable_dim(dynamic->second.first)
+            ->set_dim_param(dynamic->second.second);
+      }
     }
   }
 
@@ -131,8 +144,13 @@ class Exporter {
 
   std::string AddInitializer(const std::string& suffix, const Shape& dims,
                              const std::vector<float>& values) {
+    return AddNamedInitializer(Unique(param().name() + "/" + suffix), dims, values);
+  }
+  // `name` must be unique already (Out() or Unique()).
+  std::string AddNamedInitializer(const std::string& name, const Shape& dims,
+                                  const std::vector<float>& values) {
     onnx::TensorProto* t = graph_->add_initializer();
-    t->set_name(Unique(param().name() + "/" + suffix));
+    t->set_name(name);
     t->set_data_type(onnx::TensorProto::FLOAT);
     for (int64_t d : dims) t->add_dims(d);
     t->set_raw_data(
@@ -140,11 +158,16 @@ class Exporter {
     used_.insert(t->name());
     return t->name();
   }
-  std::string AddInt64Initializer(const std::string& suffix, const Shape& values) {
+  std::string AddInt64Initializer(const std::string& suffix, const Shape& values,
+                                  const Shape& dims = {-1}) {
     onnx::TensorProto* t = graph_->add_initializer();
     t->set_name(Unique(param().name() + "/" + suffix));
     t->set_data_type(onnx::TensorProto::INT64);
-    t->add_dims(static_cast<int64_t>(values.size()));
+    if (dims == Shape{-1}) {
+      t->add_dims(static_cast<int64_t>(values.size()));
+    } else {
+      for (int64_t d : dims) t->add_dims(d);
+    }
     for (int64_t v : values) t->add_int64_data(v);
     used_.insert(t->name());
     return t->name();
@@ -253,6 +276,12 @@ class Exporter {
       SetAttr(AddNode("Transpose", {In()}, {Out()}, param().name()), "perm", perm);
     } else if (t == "Upsample") {
       Upsample();
+    } else if (t == "PriorBox") {
+      PriorBox();
+    } else if (t == "Normalize") {
+      Normalize();
+    } else if (t == "DetectionOutput") {
+      DetectionOutput();
     } else if (IsTrainingOnlyType(t, NumBottoms())) {
       CREMA_THROW_CONFIG(Where(),
                          "a data, loss or accuracy layer has no ONNX form; pass a deploy "
@@ -559,6 +588,318 @@ class Exporter {
     }
   }
 
+  // The boxes depend only on the shapes of the bottoms (fixed in the exported graph), so they
+  // are computed once by crema's own PriorBox and written as a constant.
+  void PriorBox() {
+    std::unique_ptr<Layer> layer = LayerRegistry::Create(param());
+    std::vector<std::unique_ptr<Blob>> scratch;
+    BlobVec bottom;
+    for (int j = 0; j < NumBottoms(); ++j) {
+      scratch.push_back(std::make_unique<Blob>(BottomBlob(j).shape()));
+      bottom.push_back(scratch.back().get());
+    }
+    Blob top;
+    layer->SetUp(bottom, {&top});
+    layer->Forward(bottom, {&top});
+    const float* data = top.cpu_data<float>();
+    const std::string name = Out();
+    AddNamedInitializer(name, ToShape(top.shape()), std::vector<float>(data, data + top.count()));
+    constants_.insert(name);
+  }
+
+  // y = scale * x / sqrt(sum x^2 + eps): the sum over the channels of each position, or over
+  // all of an item's values with across_spatial; one scale, or one per channel.
+  void Normalize() {
+    const auto& np = param().norm_param();
+    const int rank = BottomBlob().num_axes();
+    Shape axes = {1};
+    if (np.across_spatial())
+      for (int a = 2; a < rank; ++a) axes.push_back(a);
+    const std::string x = In();
+    onnx::NodeProto* reduce;
+    std::string sum;
+    if (options_.opset >= 18) {
+      sum = AddStep("ReduceSumSquare", {x, AddInt64Initializer("axes", axes)}, "sum", &reduce);
+    } else {
+      sum = AddStep("ReduceSumSquare", {x}, "sum", &reduce);
+      SetAttr(reduce, "axes", axes);
+    }
+    SetAttr(reduce, "keepdims", int64_t{1});
+    const std::string norm = AddStep(
+        "Sqrt", {AddStep("Add", {sum, AddScalar("eps", static_cast<float>(np.eps()))}, "sum_eps")},
+        "norm");
+    const std::string normalized = AddStep("Div", {x, norm}, "normalized");
+    Shape dims;  // a scalar, or (C, 1, ...) to broadcast over the axes after C
+    if (!np.channel_shared()) {
+      dims.assign(static_cast<size_t>(rank - 1), 1);
+      dims[0] = BottomShape()[1];
+    }
+    AddNode("Mul", {normalized, ParamInitializer(0, "scale", dims)}, {Out()}, param().name());
+  }
+
+  // Decode (code_type, with the priors' variances), per-class greedy NMS (ONNX
+  // NonMaxSuppression, with Caffe's top_k applied before it by masking), keep_top_k per image,
+  // rows [image, label, score, xmin, ymin, xmax, ymax] in crema's order; docs/onnx.md "SSD nets".
+  void DetectionOutput() {
+    const auto& dp = param().detection_output_param();
+    const auto& nms = dp.nms_param();
+    if (!dp.share_location())
+      CREMA_THROW_CONFIG(
+          Where(),
+          "detection_output_param.share_location: false (one box per class) has "
+          "no ONNX form in crema: NonMaxSuppression shares the boxes across classes");
+    if (nms.eta() != 1.f)
+      CREMA_THROW_CONFIG(
+          Where(), "detection_output_param.nms_param.eta ", nms.eta(),
+          " (adaptive NMS) has no ONNX form: NonMaxSuppression's threshold is fixed");
+    const int64_t num = BottomShape(0)[0];
+    const int64_t classes = dp.num_classes();
+    const int64_t priors = BottomShape(2).back() / 4;
+    const std::vector<std::string> box = DecodeBoxes(dp, num, priors);  // (N, P, 1) each
+    const std::string decoded = AddStepWith("Concat", box, "decoded", "axis", int64_t{2});
+    // NonMaxSuppression reads [y1, x1, y2, x2] (center_point_box 0) and orders each pair itself;
+    // crema's Jaccard gives an inverted box (xmax < xmin or ymax < ymin) no overlap with any box,
+    // so such a box gets zero width (x2 = x1), which has none in NonMaxSuppression either.
+    // CENTER_SIZE boxes are never inverted.
+    std::string nms_xmax = box[2];
+    if (dp.code_type() != PriorBoxParameter::CENTER_SIZE) {
+      const std::string inverted = AddStep("Or",
+                                           {AddStep("Less", {box[2], box[0]}, "x_inverted"),
+                                            AddStep("Less", {box[3], box[1]}, "y_inverted")},
+                                           "inverted");
+      nms_xmax = AddStep("Where", {inverted, box[0], box[2]}, "nms_xmax");
+    }
+    const std::string yx_boxes =
+        AddStepWith("Concat", {box[1], box[0], box[3], nms_xmax}, "yx_boxes", "axis", int64_t{2});
+
+    // Scores (N, C, P); the background class and, with top_k, every score outside its class's
+    // top_k (ties: the lower prior index first, as Caffe's stable sort) become -inf.
+    const std::string scores = AddStepWith(
+        "Transpose",
+        {AddStep("Reshape", {In(1), AddInt64Initializer("conf_shape", {num, priors, classes})},
+                 "conf")},
+        "scores", "perm", Shape{0, 2, 1});
+    std::vector<float> class_valid(classes, 1.f);
+    if (dp.background_label_id() >= 0 && dp.background_label_id() < classes)
+      class_valid[dp.background_label_id()] = 0.f;
+    std::string keep = AddInitializer("class_valid", {1, classes, 1}, class_valid);
+    if (nms.has_top_k() && nms.top_k() >= 0 && nms.top_k() < priors) {
+      onnx::NodeProto* top_k_node;
+      const std::string top_values = Unique(param().name() + "/top_k_values");
+      const std::string top_indices = Unique(param().name() + "/top_k_indices");
+      top_k_node = AddNode("TopK", {scores, AddInt64Initializer("top_k", {nms.top_k()})},
+                           {top_values, top_indices}, param().name() + "/top_k");
+      SetAttr(top_k_node, "axis", int64_t{2});
+      auto filled = [&](float value, int64_t last, const std::string& suffix) {
+        return AddStep("Expand",
+                       {AddScalar(suffix + "_value", value),
+                        AddInt64Initializer(suffix + "_shape", {num, classes, last})},
+                       suffix);
+      };
+      const std::string in_top_k =
+          AddStepWith("ScatterElements",
+                      {filled(0.f, priors, "zeros"), top_indices, filled(1.f, nms.top_k(), "ones")},
+                      "in_top_k", "axis", int64_t{2});
+      keep = AddStep("Mul", {keep, in_top_k}, "keep");
+    }
+    const std::string masked =
+        AddStep("Where",
+                {AddStep("Greater", {keep, AddScalar("half_mask", 0.5f)}, "keep_mask"), scores,
+                 AddScalar("minus_inf", -std::numeric_limits<float>::infinity())},
+                "masked_scores");
+    const float score_threshold =
+        dp.has_confidence_threshold() ? dp.confidence_threshold() : -FLT_MAX;
+    onnx::NodeProto* nms_node;
+    const std::string selected =
+        AddStep("NonMaxSuppression",
+                {yx_boxes, masked, AddInt64Initializer("max_boxes", {priors}),
+                 AddInitializer("iou_threshold", {1}, {std::min(nms.nms_threshold(), 1.f)}),
+                 AddInitializer("score_threshold", {1}, {score_threshold})},
+                "selected", &nms_node);
+    SetAttr(nms_node, "center_point_box", int64_t{0});
+
+    // selected (S, 3) = [image, class, prior], images then classes ascending, each class best
+    // first: crema's order before keep_top_k.
+    auto column = [&](int64_t k, const std::string& suffix) {
+      return AddStepWith("Gather", {selected, AddInt64Initializer(suffix + "_column", {k})}, suffix,
+                         "axis", int64_t{1});
+    };
+    const std::string image = column(0, "image"), label = column(1, "label");
+    const std::string score = AddStep("GatherND", {scores, selected}, "score");  // (S)
+    const std::string kept_boxes = AddStep(
+        "GatherND",
+        {decoded,
+         AddStepWith("Concat", {image, column(2, "prior")}, "image_prior", "axis", int64_t{1})},
+        "kept_boxes");
+    std::string rows = AddStepWith(
+        "Concat",
+        {CastTo(image, onnx::TensorProto::FLOAT, "image_f"),
+         CastTo(label, onnx::TensorProto::FLOAT, "label_f"),
+         AddStep("Unsqueeze", {score, AddInt64Initializer("axis1", {1})}, "score_column"),
+         kept_boxes},
+        "rows", "axis", int64_t{1});
+    if (dp.keep_top_k() >= 0) rows = KeepTopK(rows, image, score, dp.keep_top_k(), num);
+    // No row at all: crema's placeholder, one row [i, -1, ...] per image.
+    std::vector<float> placeholder(num * 7, -1.f);
+    for (int64_t i = 0; i < num; ++i) placeholder[i * 7] = static_cast<float>(i);
+    const std::string num_rows =
+        AddStep("Slice",
+                {AddStep("Shape", {rows}, "rows_shape"), AddInt64Initializer("first", {0}),
+                 AddInt64Initializer("first_end", {1})},
+                "num_rows");
+    const std::string none =
+        CastTo(AddStep("Equal", {num_rows, AddInt64Initializer("no_rows", {0})}, "none_kept"),
+               onnx::TensorProto::INT64, "none_kept_count");
+    const std::string extra = AddStep(
+        "Slice",
+        {AddInitializer("placeholder", {num, 7}, placeholder), AddInt64Initializer("starts", {0}),
+         AddStep("Mul", {none, AddInt64Initializer("num", {num})}, "placeholder_rows"),
+         AddInt64Initializer("slice_axes", {0})},
+        "placeholder_used");
+    const std::string all_rows =
+        AddStepWith("Concat", {rows, extra}, "all_rows", "axis", int64_t{0});
+    const std::string out = Out();
+    AddNode("Reshape", {all_rows, AddInt64Initializer("out_shape", {1, 1, -1, 7})}, {out},
+            param().name());
+    dynamic_axes_[out] = {2, out + "_count"};
+  }
+
+  // DetectionOutput's decoding of the loc bottom against the priors: xmin, ymin, xmax, ymax,
+  // each (N, P, 1), in crema's float steps (boxes::Decode).
+  std::vector<std::string> DecodeBoxes(const DetectionOutputParameter& dp, int64_t num,
+                                       int64_t priors) {
+    // Priors (P, 4) and variances (P, 4); predictions t (N, P, 1) each.
+    const std::string prior =
+        AddStep("Reshape", {In(2), AddInt64Initializer("prior_shape", {2, priors, 4})}, "prior");
+    const auto p =
+        Split4(AddStep("Gather", {prior, AddInt64Initializer("zero", {0}, {})}, "boxes"), 1, "p");
+    const auto t = Split4(
+        AddStep("Reshape", {In(0), AddInt64Initializer("loc_shape", {num, priors, 4})}, "loc"), 2,
+        "t");
+    std::vector<std::string> vt = t;  // v * t; v = 1 (nothing to multiply) when in the target
+    if (!dp.variance_encoded_in_target()) {
+      const auto v = Split4(
+          AddStep("Gather", {prior, AddInt64Initializer("one", {1}, {})}, "variance"), 1, "v");
+      for (int k = 0; k < 4; ++k) vt[k] = AddStep("Mul", {v[k], t[k]}, StrCat("vt", k));
+    }
+    std::vector<std::string> box(4);  // xmin, ymin, xmax, ymax
+    if (dp.code_type() == PriorBoxParameter::CORNER) {
+      for (int k = 0; k < 4; ++k) box[k] = AddStep("Add", {p[k], vt[k]}, StrCat("box", k));
+    } else {
+      const std::string width = AddStep("Sub", {p[2], p[0]}, "prior_width");
+      const std::string height = AddStep("Sub", {p[3], p[1]}, "prior_height");
+      const std::string size[4] = {width, height, width, height};
+      if (dp.code_type() == PriorBoxParameter::CORNER_SIZE) {
+        for (int k = 0; k < 4; ++k)
+          box[k] = AddStep("Add", {p[k], AddStep("Mul", {vt[k], size[k]}, StrCat("offset", k))},
+                           StrCat("box", k));
+      } else {
+        const std::string half = AddScalar("half", 0.5f);
+        for (int k = 0; k < 2; ++k) {
+          const std::string prior_center =
+              AddStep("Mul", {AddStep("Add", {p[k], p[k + 2]}, StrCat("prior_sum", k)), half},
+                      StrCat("prior_center", k));
+          const std::string center =
+              AddStep("Add", {AddStep("Mul", {vt[k], size[k]}, StrCat("shift", k)), prior_center},
+                      StrCat("center", k));
+          const std::string half_size =
+              AddStep("Mul",
+                      {AddStep("Mul", {AddStep("Exp", {vt[k + 2]}, StrCat("exp", k)), size[k]},
+                               StrCat("size", k)),
+                       half},
+                      StrCat("half_size", k));
+          box[k] = AddStep("Sub", {center, half_size}, StrCat("box", k));
+          box[k + 2] = AddStep("Add", {center, half_size}, StrCat("box", k + 2));
+        }
+      }
+    }
+    return box;
+  }
+
+  // At most keep_top_k rows (S, 7) per image, by score across classes, in row order. image (S, 1)
+  // and score (S) are the rows' image index and score.
+  std::string KeepTopK(const std::string& rows, const std::string& image, const std::string& score,
+                       int64_t keep_top_k, int64_t num) {
+    const std::string count = AddStep("Shape", {score}, "count");  // (1): S
+    if (num == 1) {
+      // The keep_top_k best scores (ties: earlier rows first, as Caffe's stable sort), put
+      // back into row order (labels ascending, then score).
+      const std::string k =
+          AddStep("Min", {count, AddInt64Initializer("keep_top_k", {keep_top_k})}, "k");
+      const std::string best_values = Unique(param().name() + "/best_values");
+      const std::string best = Unique(param().name() + "/best");
+      AddNode("TopK", {score, k}, {best_values, best}, param().name() + "/keep_top_k");
+      const std::string order_values = Unique(param().name() + "/order");
+      const std::string order_indices = Unique(param().name() + "/order_indices");
+      SetAttr(
+          AddNode("TopK", {best, k}, {order_values, order_indices}, param().name() + "/row_order"),
+          "largest", int64_t{0});
+      return AddStep("Gather", {rows, order_values}, "kept_rows");
+    } else {
+      // Per image: a row's rank = the rows of its image with a higher score, or an equal score
+      // and an earlier position (Caffe's stable sort); rows ranked below keep_top_k stay.
+      auto unsqueeze = [&](const std::string& x, int64_t axis, const std::string& suffix) {
+        return AddStep("Unsqueeze", {x, AddInt64Initializer(suffix + "_axis", {axis})}, suffix);
+      };
+      const std::string same = AddStep(
+          "Equal", {image, AddStepWith("Transpose", {image}, "image_row", "perm", Shape{1, 0})},
+          "same_image");
+      const std::string score_column = unsqueeze(score, 1, "score_i");
+      const std::string score_row = unsqueeze(score, 0, "score_j");
+      const std::string position = AddStep(
+          "Range",
+          {AddInt64Initializer("range_start", {0}, {}),
+           AddStep("Squeeze", {count, AddInt64Initializer("count_axis", {0})}, "count_scalar"),
+           AddInt64Initializer("range_step", {1}, {})},
+          "position");
+      const std::string earlier = AddStep(
+          "Less", {unsqueeze(position, 0, "position_j"), unsqueeze(position, 1, "position_i")},
+          "earlier");
+      const std::string ahead = AddStep(
+          "And",
+          {same,
+           AddStep("Or",
+                   {AddStep("Greater", {score_row, score_column}, "higher"),
+                    AddStep("And", {AddStep("Equal", {score_row, score_column}, "tied"), earlier},
+                            "tied_earlier")},
+                   "better")},
+          "ahead");
+      onnx::NodeProto* sum;
+      const std::string rank = AddStep("ReduceSum",
+                                       {CastTo(ahead, onnx::TensorProto::INT64, "ahead_count"),
+                                        AddInt64Initializer("rank_axes", {1})},
+                                       "rank", &sum);
+      SetAttr(sum, "keepdims", int64_t{0});
+      return AddStepWith(
+          "Compress",
+          {rows, AddStep("Less", {rank, AddInt64Initializer("keep_top_k", {keep_top_k})},
+                         "within_keep_top_k")},
+          "kept_rows", "axis", int64_t{0});
+    }
+  }
+
+  // AddStep with one attribute.
+  template <typename T>
+  std::string AddStepWith(const std::string& op, const std::vector<std::string>& inputs,
+                          const std::string& suffix, const std::string& attr, T value) {
+    onnx::NodeProto* node;
+    const std::string out = AddStep(op, inputs, suffix, &node);
+    SetAttr(node, attr, value);
+    return out;
+  }
+  std::string CastTo(const std::string& x, int64_t to, const std::string& suffix) {
+    return AddStepWith("Cast", {x}, suffix, "to", to);
+  }
+  // x split into 4 equal parts along `axis`.
+  std::vector<std::string> Split4(const std::string& x, int64_t axis, const std::string& suffix) {
+    std::vector<std::string> parts;
+    for (int k = 0; k < 4; ++k) parts.push_back(Unique(StrCat(param().name(), "/", suffix, k)));
+    SetAttr(AddNode("Split", {x, AddInt64Initializer("split", {1, 1, 1, 1})}, parts,
+                    param().name() + "/" + suffix),
+            "axis", axis);
+    return parts;
+  }
+
   const Net& net_;
   OnnxExportOptions options_;
   onnx::GraphProto* graph_;
@@ -569,6 +910,8 @@ class Exporter {
   std::set<std::string> used_;                  // ONNX tensor names taken
   std::set<std::string> node_names_;
   std::set<std::string> graph_output_names_;
+  std::set<std::string> constants_;  // initializers that stand for a layer's top
+  std::map<std::string, std::pair<int, std::string>> dynamic_axes_;  // tensor -> (axis, dim_param)
 };
 
 }  // namespace

@@ -1,6 +1,7 @@
 // export-onnx / import-onnx: round trips through crema (forward equal to 1e-5), onnxruntime on the
 // exported files (1e-4 relative; skipped without Python's onnx and onnxruntime), the real
-// SqueezeNet v1.0 end to end (skipped without ../shared), and the error messages.
+// SqueezeNet v1.0 end to end (skipped without ../shared), SSD nets (PriorBox, Normalize,
+// DetectionOutput) against crema's detection rows, and the error messages.
 #include "onnx/onnx.hpp"
 
 #include <gtest/gtest.h>
@@ -154,7 +155,8 @@ struct Exported {
 };
 
 // Builds `text` with random weights, saves them, exports the pair.
-Exported Export(const NetParameter& param, const std::string& dir, std::unique_ptr<Net>* net) {
+Exported Export(const NetParameter& param, const std::string& dir, std::unique_ptr<Net>* net,
+                int opset = 17) {
   *net = BuildNet(param);
   Randomize(net->get(), 7);
   NetParameter weights;
@@ -162,7 +164,9 @@ Exported Export(const NetParameter& param, const std::string& dir, std::unique_p
   Exported out;
   out.weights_path = dir + "/w.caffemodel";
   WriteBinaryProto(weights, out.weights_path);
-  ExportOnnx(param, {out.weights_path}, "zoo.prototxt", OnnxExportOptions{}, &out.model);
+  OnnxExportOptions options;
+  options.opset = opset;
+  ExportOnnx(param, {out.weights_path}, "zoo.prototxt", options, &out.model);
   return out;
 }
 
@@ -264,10 +268,11 @@ bool CompareWithOnnxRuntime(Net* net, const std::string& model_path, const std::
 }
 
 // Exports `text` with random weights, runs it on random inputs in crema and onnxruntime.
-void ExpectOnnxRuntimeMatches(const std::string& text, unsigned seed, double tolerance) {
+void ExpectOnnxRuntimeMatches(const std::string& text, unsigned seed, double tolerance,
+                              int opset = 17) {
   const std::string dir = testing::TempDir();
   std::unique_ptr<Net> net;
-  const Exported exported = Export(ParseNet(text), dir, &net);
+  const Exported exported = Export(ParseNet(text), dir, &net, opset);
   WriteBinaryProto(exported.model, dir + "/net.onnx");
   FillInputs(net.get(), seed);
   net->Forward();
@@ -438,6 +443,237 @@ TEST(OnnxTest, ImportRejectsAsymmetricPads) {
       ConfigErrorOf([&] { ImportOnnx(model, "m.onnx", &deploy, &weights); });
   EXPECT_NE(message.find("node \"n1\" (MaxPool)"), std::string::npos) << message;
   EXPECT_NE(message.find("no Caffe Pooling"), std::string::npos) << message;
+}
+
+// SSD: two heads (one after a per-position Normalize, one after a per-item Normalize with one
+// scale), their PriorBoxes, Permute/Flatten/Concat, the conf Reshape/Softmax/Flatten, and
+// DetectionOutput with `detection` as its detection_output_param; `batch` images of 16 x 16.
+std::string SsdNet(int batch, const std::string& detection) {
+  return StrCat(R"(name: "ssd"
+layer { name: "data" type: "Input" top: "data" input_param { shape { dim: )",
+                batch, R"( dim: 3 dim: 16 dim: 16 } } }
+layer { name: "conv1" type: "Convolution" bottom: "data" top: "conv1"
+        convolution_param { num_output: 4 kernel_size: 3 pad: 1 stride: 2 } }
+layer { name: "relu1" type: "ReLU" bottom: "conv1" top: "conv1" }
+layer { name: "conv2" type: "Convolution" bottom: "conv1" top: "conv2"
+        convolution_param { num_output: 4 kernel_size: 3 pad: 1 stride: 2 } }
+layer { name: "norm1" type: "Normalize" bottom: "conv1" top: "norm1"
+        norm_param { across_spatial: false channel_shared: false eps: 0.001 } }
+layer { name: "norm2" type: "Normalize" bottom: "conv2" top: "norm2" }
+layer { name: "loc1" type: "Convolution" bottom: "norm1" top: "loc1"
+        convolution_param { num_output: 16 kernel_size: 3 pad: 1 } }
+layer { name: "loc1_perm" type: "Permute" bottom: "loc1" top: "loc1_perm"
+        permute_param { order: 0 order: 2 order: 3 order: 1 } }
+layer { name: "loc1_flat" type: "Flatten" bottom: "loc1_perm" top: "loc1_flat" }
+layer { name: "conf1" type: "Convolution" bottom: "norm1" top: "conf1"
+        convolution_param { num_output: 12 kernel_size: 3 pad: 1 } }
+layer { name: "conf1_perm" type: "Permute" bottom: "conf1" top: "conf1_perm"
+        permute_param { order: 0 order: 2 order: 3 order: 1 } }
+layer { name: "conf1_flat" type: "Flatten" bottom: "conf1_perm" top: "conf1_flat" }
+layer { name: "prior1" type: "PriorBox" bottom: "norm1" bottom: "data" top: "prior1"
+        prior_box_param { min_size: 4 max_size: 8 aspect_ratio: 2 flip: true
+                          variance: 0.1 variance: 0.1 variance: 0.2 variance: 0.2 } }
+layer { name: "loc2" type: "Convolution" bottom: "norm2" top: "loc2"
+        convolution_param { num_output: 8 kernel_size: 1 } }
+layer { name: "loc2_perm" type: "Permute" bottom: "loc2" top: "loc2_perm"
+        permute_param { order: 0 order: 2 order: 3 order: 1 } }
+layer { name: "loc2_flat" type: "Flatten" bottom: "loc2_perm" top: "loc2_flat" }
+layer { name: "conf2" type: "Convolution" bottom: "norm2" top: "conf2"
+        convolution_param { num_output: 6 kernel_size: 1 } }
+layer { name: "conf2_perm" type: "Permute" bottom: "conf2" top: "conf2_perm"
+        permute_param { order: 0 order: 2 order: 3 order: 1 } }
+layer { name: "conf2_flat" type: "Flatten" bottom: "conf2_perm" top: "conf2_flat" }
+layer { name: "prior2" type: "PriorBox" bottom: "norm2" bottom: "data" top: "prior2"
+        prior_box_param { min_size: 8 aspect_ratio: 2 flip: false clip: true variance: 0.1 } }
+layer { name: "mbox_loc" type: "Concat" bottom: "loc1_flat" bottom: "loc2_flat" top: "mbox_loc" }
+layer { name: "mbox_conf" type: "Concat" bottom: "conf1_flat" bottom: "conf2_flat" top: "mbox_conf" }
+layer { name: "mbox_prior" type: "Concat" bottom: "prior1" bottom: "prior2" top: "mbox_prior"
+        concat_param { axis: 2 } }
+layer { name: "conf_reshape" type: "Reshape" bottom: "mbox_conf" top: "conf_reshape"
+        reshape_param { shape { dim: 0 dim: -1 dim: 3 } } }
+layer { name: "conf_softmax" type: "Softmax" bottom: "conf_reshape" top: "conf_softmax"
+        softmax_param { axis: 2 } }
+layer { name: "conf_flat" type: "Flatten" bottom: "conf_softmax" top: "conf_flat" }
+layer { name: "detection_out" type: "DetectionOutput" bottom: "mbox_loc" bottom: "conf_flat"
+        bottom: "mbox_prior" top: "detection_out"
+        detection_output_param { num_classes: 3 )",
+                detection, R"( } }
+)");
+}
+
+// Rows of DetectionOutput's top as crema computed them (checked equal to onnxruntime's: the
+// same number of rows, each value within 1e-5 of the largest magnitude); empty when python3
+// lacks onnxruntime.
+std::vector<float> ExpectSsdMatches(int batch, const std::string& detection, bool* ran,
+                                    int opset = 17) {
+  const std::string dir = testing::TempDir();
+  std::unique_ptr<Net> net;
+  const Exported exported = Export(ParseNet(SsdNet(batch, detection)), dir, &net, opset);
+  WriteBinaryProto(exported.model, dir + "/ssd.onnx");
+  FillInputs(net.get(), 13);
+  net->Forward();
+  const std::vector<float> rows = BlobValues(*net->output_blobs()[0]);
+  std::string output;
+  const int rc = onnx_test::RunOnnxCheck(net.get(), dir + "/ssd.onnx", dir, &output);
+  *ran = rc != onnx_test::kOnnxRuntimeMissing;
+  if (!*ran) return rows;
+  EXPECT_EQ(rc, 0) << output;
+  if (rc != 0) return rows;
+  const NpyArray ort = onnx_test::ReadOrtOutput(dir, "detection_out");
+  EXPECT_EQ(ort.shape, (std::vector<int64_t>{1, 1, static_cast<int64_t>(rows.size() / 7), 7}))
+      << detection;
+  ExpectClose(rows, std::vector<float>(ort.values.begin(), ort.values.end()), 1e-5, detection);
+  return rows;
+}
+
+int CountRows(const std::vector<float>& rows, int image, int label) {
+  int n = 0;
+  for (size_t r = 0; r < rows.size(); r += 7)
+    n += rows[r] == image && (label < 0 || rows[r + 1] == label);
+  return n;
+}
+
+#define CREMA_SKIP_WITHOUT_ORT(ran) \
+  if (!(ran)) GTEST_SKIP() << "python3 lacks onnx/onnxruntime (scripts/setup.sh installs them)"
+
+TEST(OnnxSsdTest, EveryCodeTypeMatchesCremaForward) {
+  for (const char* code : {"code_type: CENTER_SIZE", "code_type: CORNER", "code_type: CORNER_SIZE",
+                           "code_type: CENTER_SIZE variance_encoded_in_target: true",
+                           "code_type: CORNER_SIZE variance_encoded_in_target: true"}) {
+    bool ran = false;
+    const std::vector<float> rows = ExpectSsdMatches(
+        1, StrCat(code, " nms_param { nms_threshold: 0.45 } confidence_threshold: 0.4"), &ran);
+    CREMA_SKIP_WITHOUT_ORT(ran);
+    EXPECT_GT(rows.size() / 7, 10u) << code;  // NMS had work to do
+    EXPECT_EQ(CountRows(rows, 0, 0), 0) << "background rows";
+  }
+}
+
+// top_k 8 cuts each class's candidates before NMS: both classes keep more than 8 boxes without
+// it, and fewer than 8 in one class with it, as NMS suppresses some of the 8 (ONNX's
+// max_output_boxes_per_class alone would keep 8 of each); keep_top_k
+// 5 then cuts across classes (batch 1: TopK; batch 2: per-image ranks).
+TEST(OnnxSsdTest, TopKBeforeNmsAndKeepTopKMatchCremaForward) {
+  const std::string base = "code_type: CENTER_SIZE confidence_threshold: 0.3 ";
+  bool ran = false;
+  const std::vector<float> all =
+      ExpectSsdMatches(1, base + "nms_param { nms_threshold: 0.1 }", &ran);
+  CREMA_SKIP_WITHOUT_ORT(ran);
+  const std::vector<float> top_k =
+      ExpectSsdMatches(1, base + "nms_param { nms_threshold: 0.1 top_k: 8 }", &ran);
+  for (int label : {1, 2}) {
+    EXPECT_GT(CountRows(all, 0, label), 8) << label;
+    EXPECT_LE(CountRows(top_k, 0, label), 8) << label;
+  }
+  EXPECT_LT(CountRows(top_k, 0, -1), 16);
+  const std::vector<float> keep =
+      ExpectSsdMatches(1, base + "nms_param { nms_threshold: 0.3 } keep_top_k: 12", &ran);
+  EXPECT_EQ(keep.size() / 7, 12u);
+  EXPECT_GT(CountRows(keep, 0, 1), 0);
+  EXPECT_GT(CountRows(keep, 0, 2), 0);
+  const std::vector<float> both =
+      ExpectSsdMatches(1, base + "nms_param { nms_threshold: 0.3 top_k: 4 } keep_top_k: 5", &ran);
+  EXPECT_EQ(both.size() / 7, 5u);
+  const std::vector<float> batch2 =
+      ExpectSsdMatches(2, base + "nms_param { nms_threshold: 0.3 top_k: 20 } keep_top_k: 6", &ran);
+  EXPECT_EQ(CountRows(batch2, 0, -1), 6);
+  EXPECT_EQ(CountRows(batch2, 1, -1), 6);
+  const std::vector<float> batch2_all =
+      ExpectSsdMatches(2, base + "nms_param { nms_threshold: 0.3 } keep_top_k: 1000", &ran);
+  EXPECT_GT(CountRows(batch2_all, 1, -1), 6);
+}
+
+// The operators' forms change with the opset (ReduceSumSquare's axes become an input at 18).
+TEST(OnnxSsdTest, OldestAndNewestOpsetsMatchCremaForward) {
+  for (int opset : {13, 21}) {
+    bool ran = false;
+    const std::vector<float> rows = ExpectSsdMatches(
+        2, "code_type: CORNER nms_param { nms_threshold: 0.3 top_k: 20 } keep_top_k: 9", &ran,
+        opset);
+    CREMA_SKIP_WITHOUT_ORT(ran);
+    EXPECT_EQ(rows.size() / 7, 18u);
+  }
+}
+
+// Normalize: per position or per item, one scale per channel or one for all, 3-D and 4-D.
+TEST(OnnxSsdTest, OnnxRuntimeMatchesNormalize) {
+  std::string text =
+      "layer { name: 'data' type: 'Input' top: 'data' top: 'seq' input_param { shape { dim: 2 "
+      "dim: 3 dim: 4 dim: 5 } shape { dim: 2 dim: 6 dim: 7 } } }\n";
+  int k = 0;
+  for (const char* bottom : {"data", "seq"})
+    for (const char* across : {"true", "false"})
+      for (const char* shared : {"true", "false"})
+        text += StrCat("layer { name: 'n", k, "' type: 'Normalize' bottom: '", bottom, "' top: 'n",
+                       k++, "' norm_param { across_spatial: ", across, " channel_shared: ", shared,
+                       " eps: 0.01 } }\n");
+  for (int opset : {17, 18}) ExpectOnnxRuntimeMatches(text, 6, 1e-5, opset);
+}
+
+// No score passes: crema's placeholder rows [i, -1, -1, -1, -1, -1, -1], one per image.
+TEST(OnnxSsdTest, NoDetectionGivesCremasPlaceholderRows) {
+  bool ran = false;
+  const std::vector<float> rows =
+      ExpectSsdMatches(2, "code_type: CENTER_SIZE confidence_threshold: 0.9999", &ran);
+  CREMA_SKIP_WITHOUT_ORT(ran);
+  ASSERT_EQ(rows.size(), 14u);
+  EXPECT_EQ(rows[7], 1.f);
+  EXPECT_EQ(rows[8], -1.f);
+}
+
+TEST(OnnxSsdTest, PriorBoxIsAConstantOfCremasValues) {
+  std::unique_ptr<Net> net;
+  const Exported exported =
+      Export(ParseNet(SsdNet(1, "code_type: CENTER_SIZE")), testing::TempDir(), &net);
+  net->Forward();
+  const Blob& prior = *net->blob_by_name("prior1");
+  bool found = false;
+  for (const auto& t : exported.model.graph().initializer()) {
+    if (t.name() != "prior1") continue;
+    found = true;
+    ASSERT_EQ(t.raw_data().size(), prior.count() * sizeof(float));
+    std::vector<float> values(prior.count());
+    std::memcpy(values.data(), t.raw_data().data(), t.raw_data().size());
+    EXPECT_EQ(values, BlobValues(prior));
+  }
+  EXPECT_TRUE(found);
+  for (const auto& node : exported.model.graph().node()) EXPECT_NE(node.name(), "prior1");
+}
+
+// A DetectionOutput reading Input blobs directly, for the refusals.
+std::string DetectionOnlyNet(int loc_per_prior, const std::string& detection) {
+  return StrCat(
+      "layer { name: 'in' type: 'Input' top: 'map' top: 'image' top: 'loc' top: 'conf' "
+      "input_param { shape { dim: 1 dim: 1 dim: 2 dim: 2 } shape { dim: 1 dim: 1 dim: 8 dim: 8 } "
+      "shape { dim: 1 dim: ",
+      4 * loc_per_prior,
+      " } shape { dim: 1 dim: 8 } } }\n"
+      "layer { name: 'prior' type: 'PriorBox' bottom: 'map' bottom: 'image' top: 'prior' "
+      "prior_box_param { min_size: 4 } }\n"
+      "layer { name: 'det' type: 'DetectionOutput' bottom: 'loc' bottom: 'conf' bottom: 'prior' "
+      "top: 'det' detection_output_param { num_classes: 2 ",
+      detection, " } }\n");
+}
+
+TEST(OnnxSsdTest, UnexportableDetectionOutputIsNamed) {
+  onnx::ModelProto model;
+  std::string message = ConfigErrorOf([&] {
+    ExportOnnx(ParseNet(DetectionOnlyNet(8, "share_location: false")), {}, "d.prototxt",
+               OnnxExportOptions{}, &model);
+  });
+  EXPECT_NE(message.find("layer \"det\" (DetectionOutput)"), std::string::npos) << message;
+  EXPECT_NE(message.find("share_location"), std::string::npos) << message;
+  message = ConfigErrorOf([&] {
+    ExportOnnx(ParseNet(DetectionOnlyNet(4, "nms_param { eta: 0.9 }")), {}, "d.prototxt",
+               OnnxExportOptions{}, &model);
+  });
+  EXPECT_NE(message.find("layer \"det\" (DetectionOutput)"), std::string::npos) << message;
+  EXPECT_NE(message.find("nms_param.eta"), std::string::npos) << message;
+  EXPECT_EQ(ConfigErrorOf([&] {
+              ExportOnnx(ParseNet(DetectionOnlyNet(4, "")), {}, "d.prototxt", OnnxExportOptions{},
+                         &model);
+            }),
+            "(no ConfigError)");
 }
 
 TEST(OnnxTest, CliVerbsRoundTrip) {
