@@ -109,7 +109,12 @@ std::unique_ptr<Solver> TimingSolver(const Device& device) {
   for (const std::string& stage : StagesFromFlag()) param.mutable_train_state()->add_stage(stage);
   param.set_display(0);
   param.set_test_interval(0);
+  // No test nets: test_iter alone would leave the ones named by test_net (SSD's solvers) without
+  // their counts.
   param.clear_test_iter();
+  param.clear_test_net();
+  param.clear_test_net_param();
+  param.clear_test_state();
   param.set_test_initialization(false);
   param.set_snapshot(0);
   param.set_snapshot_after_train(false);

@@ -55,6 +55,18 @@ TEST_F(TimeTest, TrainingWithSolverUpdate) {
       << r.output;
 }
 
+TEST_F(TimeTest, SolverWithSeparateTestNetFiles) {
+  // As the SSD branch's solvers: train_net and test_net files with their test_iter. Timing
+  // builds the train net only.
+  const std::string solver = dir_ + "/separate_solver.prototxt";
+  std::ofstream(solver) << "train_net: \"" << net_ << "\"\ntest_net: \"" << net_
+                        << "\"\ntest_iter: 2\ntest_interval: 10\nbase_lr: 0.01\n"
+                           "lr_policy: \"fixed\"\nmax_iter: 100\n";
+  const testing::CremaResult r = RunCrema("time --solver " + solver + " --iterations 2");
+  ASSERT_EQ(r.rc, 0) << r.output;
+  EXPECT_NE(r.output.find("over 2 iterations"), std::string::npos) << r.output;
+}
+
 TEST_F(TimeTest, PlainUpdateWithModel) {
   const testing::CremaResult r = RunCrema("time --model " + net_ + " --iterations 2");
   ASSERT_EQ(r.rc, 0) << r.output;
