@@ -182,6 +182,40 @@ void OnnxSeeds(const fs::path& source_dir) {
   }
 }
 
+// Detection annotations: a VOC file, SSD's JSON and TXT boxes, a COCO file, a label map, and an
+// AnnotatedDatum with two boxes.
+void AnnotationSeeds() {
+  Put("annotation_fuzzer", "voc.xml",
+      "<?xml version=\"1.0\"?>\n<annotation>\n  <size><width>100</width><height>80</height>"
+      "<depth>3</depth></size>\n  <!-- one object -->\n  <object><name>circle</name>"
+      "<difficult>0</difficult>\n    <bndbox><xmin>10</xmin><ymin>20.5</ymin><xmax>60</xmax>"
+      "<ymax>70</ymax></bndbox></object>\n  <object><name>sq&amp;uare</name><bndbox><xmin>1"
+      "</xmin><ymin>2</ymin><xmax>3</xmax><ymax>4</ymax></bndbox></object>\n</annotation>\n");
+  Put("annotation_fuzzer", "ssd.json",
+      "{\"image\": {\"width\": 100, \"height\": 80}, \"annotation\": [{\"bbox\": "
+      "[10, 20, 30, 40], \"category_id\": 1, \"iscrowd\": 0}]}\n");
+  Put("annotation_fuzzer", "boxes.txt", "1 10 20 40 60\n2 0 0 99 79\n");
+  Put("annotation_fuzzer", "coco.json",
+      "{\"images\": [{\"id\": 7, \"file_name\": \"a.jpg\", \"width\": 100, \"height\": "
+      "80}], \"annotations\": [{\"image_id\": 7, \"category_id\": 1, \"bbox\": [1, 2, 30, "
+      "40], \"iscrowd\": 0}], \"categories\": [{\"id\": 1, \"name\": \"circle\"}]}\n");
+  Put("annotation_fuzzer", "labelmap.prototxt",
+      "item { name: \"background\" label: 0 display_name: \"background\" }\n"
+      "item { name: \"circle\" label: 1 display_name: \"circle\" }\n");
+  AnnotatedDatum record;
+  record.set_type(AnnotatedDatum::BBOX);
+  for (int label : {1, 2}) {
+    AnnotationGroup* group = record.add_annotation_group();
+    group->set_group_label(label);
+    NormalizedBBox* box = group->add_annotation()->mutable_bbox();
+    box->set_xmin(0.1f * label);
+    box->set_ymin(0.2f);
+    box->set_xmax(0.5f + 0.1f * label);
+    box->set_ymax(0.9f);
+  }
+  Put("annotation_fuzzer", "record.annotated_datum", Serialized(record));
+}
+
 }  // namespace
 
 int main(int argc, char** argv) {
@@ -198,6 +232,7 @@ int main(int argc, char** argv) {
     SolverStateSeeds();
     ImageSeeds();
     OnnxSeeds(source_dir);
+    AnnotationSeeds();
   } catch (const Error& e) {
     std::fprintf(stderr, "seeds: %s\n", e.what());
     return 1;
