@@ -58,18 +58,9 @@ void DetectionOutputLayer::Reshape(const BlobVec& bottom, const BlobVec& top) {
                     loc.shape_string(), " and ", conf.shape_string());
   CREMA_CHECK_SHAPE(loc.shape(0) == conf.shape(0), "loc ", loc.shape_string(), " and conf ",
                     conf.shape_string(), " must have the same number of images");
-  CREMA_CHECK_SHAPE(prior.num_axes() == 3 && prior.shape(1) == 2 && prior.shape(2) % 4 == 0,
-                    "the prior bottom must be (1, 2, num_priors * 4) as PriorBox makes it, got ",
-                    prior.shape_string());
-  num_priors_ = prior.shape(2) / 4;
-  CREMA_CHECK_SHAPE(loc.count(1) == static_cast<int64_t>(num_priors_) * num_loc_classes_ * 4,
-                    "number of priors must match number of location predictions: loc ",
-                    loc.shape_string(), " holds ", loc.count(1), " values per image, expected ",
-                    num_priors_, " priors * ", num_loc_classes_, " location classes * 4");
-  CREMA_CHECK_SHAPE(conf.count(1) == static_cast<int64_t>(num_priors_) * num_classes_,
-                    "number of priors must match number of confidence predictions: conf ",
-                    conf.shape_string(), " holds ", conf.count(1), " values per image, expected ",
-                    num_priors_, " priors * ", num_classes_, " classes");
+  std::string problem;
+  num_priors_ = boxes::NumPriors(loc, conf, prior, num_loc_classes_, num_classes_, &problem);
+  CREMA_CHECK_SHAPE(problem.empty(), problem);
   CREMA_CHECK_SHAPE(top[0] != bottom[0] && top[0] != bottom[1] && top[0] != bottom[2],
                     "DetectionOutput does not allow in-place computation");
   // The number of kept boxes is known only after Forward; SSD starts with one row.

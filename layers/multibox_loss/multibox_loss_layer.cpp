@@ -98,24 +98,15 @@ void MultiBoxLossLayer::Reshape(const BlobVec& bottom, const BlobVec& top) {
   const Blob& conf = *bottom[1];
   const Blob& prior = *bottom[2];
   const Blob& gt = *bottom[3];
-  CREMA_CHECK_SHAPE(prior.num_axes() == 3 && prior.shape(1) == 2 && prior.shape(2) % 4 == 0,
-                    "the prior bottom must be (1, 2, num_priors * 4) as PriorBox makes it, got ",
-                    prior.shape_string());
+  std::string problem;
+  num_priors_ = boxes::NumPriors(loc, conf, prior, loc_classes_, num_classes_, &problem);
+  CREMA_CHECK_SHAPE(problem.empty(), problem);
   CREMA_CHECK_SHAPE(gt.num_axes() >= 2 && gt.shape(gt.num_axes() - 1) == 8,
                     "the ground truth bottom must be (1, 1, num_boxes, 8) as AnnotatedData makes "
                     "it, got ",
                     gt.shape_string());
   num_ = loc.shape(0);
-  num_priors_ = prior.shape(2) / 4;
   num_gt_ = static_cast<int>(gt.count() / 8);
-  CREMA_CHECK_SHAPE(loc.count(1) == static_cast<int64_t>(num_priors_) * loc_classes_ * 4,
-                    "number of priors must match number of location predictions: loc ",
-                    loc.shape_string(), " holds ", loc.count(1), " values per image, expected ",
-                    num_priors_, " priors * ", loc_classes_, " location classes * 4");
-  CREMA_CHECK_SHAPE(conf.count(1) == static_cast<int64_t>(num_priors_) * num_classes_,
-                    "number of priors must match number of confidence predictions: conf ",
-                    conf.shape_string(), " holds ", conf.count(1), " values per image, expected ",
-                    num_priors_, " priors * ", num_classes_, " classes");
   CREMA_CHECK_SHAPE(loc.dtype() == conf.dtype(), "loc (", DataTypeName(loc.dtype()), ") and conf (",
                     DataTypeName(conf.dtype()), ") must have one element type");
 }

@@ -118,6 +118,26 @@ void Encode(const Box& prior, const float* variance, CodeType code_type, bool va
   t[3] = std::log(height / prior_height) / v[3];
 }
 
+int NumPriors(const Blob& loc, const Blob& conf, const Blob& prior, int loc_classes,
+              int num_classes, std::string* problem) {
+  problem->clear();
+  if (!(prior.num_axes() == 3 && prior.shape(1) == 2 && prior.shape(2) % 4 == 0)) {
+    *problem = StrCat("the prior bottom must be (1, 2, num_priors * 4) as PriorBox makes it, got ",
+                      prior.shape_string());
+    return 0;
+  }
+  const int num_priors = prior.shape(2) / 4;
+  if (loc.count(1) != static_cast<int64_t>(num_priors) * loc_classes * 4)
+    *problem = StrCat("number of priors must match number of location predictions: loc ",
+                      loc.shape_string(), " holds ", loc.count(1), " values per image, expected ",
+                      num_priors, " priors * ", loc_classes, " location classes * 4");
+  else if (conf.count(1) != static_cast<int64_t>(num_priors) * num_classes)
+    *problem = StrCat("number of priors must match number of confidence predictions: conf ",
+                      conf.shape_string(), " holds ", conf.count(1), " values per image, expected ",
+                      num_priors, " priors * ", num_classes, " classes");
+  return num_priors;
+}
+
 std::vector<int> Nms(const std::vector<Box>& boxes, const std::vector<float>& scores,
                      float score_threshold, float nms_threshold, float eta, int top_k) {
   std::vector<std::pair<float, int>> candidates;

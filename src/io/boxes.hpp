@@ -8,6 +8,7 @@
 #include <utility>
 #include <vector>
 
+#include "crema/blob.hpp"
 #include "crema/proto.hpp"
 
 namespace crema::boxes {
@@ -42,6 +43,12 @@ Box Decode(const Box& prior, const float* variance, CodeType code_type, bool var
            const float* t, const std::string& what = "");
 void Encode(const Box& prior, const float* variance, CodeType code_type, bool variance_in_target,
             const Box& box, float* t, const std::string& what = "");
+
+// The shapes of SSD's head bottoms (DetectionOutput, MultiBoxLoss): prior (1, 2, P * 4) as
+// PriorBox makes it, loc holding P * loc_classes * 4 values per image and conf P * num_classes.
+// Returns P; "" in *problem when they agree, else what is wrong.
+int NumPriors(const Blob& loc, const Blob& conf, const Blob& prior, int loc_classes,
+              int num_classes, std::string* problem);
 
 // Greedy non-maximum suppression over the boxes whose score is > score_threshold: candidates
 // sorted by score, descending (ties keep index order), only the first top_k of them when
