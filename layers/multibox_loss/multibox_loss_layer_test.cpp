@@ -27,49 +27,37 @@ const std::vector<double> kGroundTruth = {0, 1, 0, 0.12, 0.1,  0.42, 0.4,  0,  /
                                           1, 2, 0, 0.52, 0.5,  0.92, 0.9,  0,  //
                                           1, 1, 1, 0,    0.62, 0.3,  0.92, 1};
 
+// A conformance case on the fixed priors and ground truth (no gradient to them), loc holding
+// `loc_values` values per image.
+crema::testing::LayerCase FixedBoxes(const std::string& param, int loc_values,
+                                     const std::string& name) {
+  return crema::testing::LayerCase(param, {{2, loc_values}, {2, 18}, {1, 2, 24}, {1, 1, 3, 8}})
+      .Values(2, kPriors)
+      .Values(3, kGroundTruth)
+      .NoGradient(2)
+      .NoGradient(3)
+      .Tolerance(1e-4)
+      .Name(name);
+}
+
 }  // namespace
 
 // Random loc (offsets) and conf (scores) in [-1, 1]; priors and ground truth fixed, so matching
 // does not depend on the inputs. Mining ranks random losses (no ties).
 CREMA_LAYER_CONFORMANCE(
     MultiBoxLoss,
-    LayerCase("multibox_loss_param { num_classes: 3 neg_pos_ratio: 1 }",
-              {{2, 24}, {2, 18}, {1, 2, 24}, {1, 1, 3, 8}})
-        .Values(2, kPriors)
-        .Values(3, kGroundTruth)
-        .NoGradient(2)
-        .NoGradient(3)
-        .Tolerance(1e-4)
-        .Name("max_negative"),
-    LayerCase("multibox_loss_param { num_classes: 3 loc_loss_type: L2 conf_loss_type: LOGISTIC "
-              "mining_type: NONE code_type: CENTER_SIZE loc_weight: 2 } "
-              "loss_param { normalization: FULL }",
-              {{2, 24}, {2, 18}, {1, 2, 24}, {1, 1, 3, 8}})
-        .Values(2, kPriors)
-        .Values(3, kGroundTruth)
-        .NoGradient(2)
-        .NoGradient(3)
-        .Tolerance(1e-4)
-        .Name("l2_logistic_none"),
-    LayerCase("multibox_loss_param { num_classes: 3 share_location: false match_type: BIPARTITE "
-              "mining_type: NONE code_type: CORNER_SIZE }",
-              {{2, 72}, {2, 18}, {1, 2, 24}, {1, 1, 3, 8}})
-        .Values(2, kPriors)
-        .Values(3, kGroundTruth)
-        .NoGradient(2)
-        .NoGradient(3)
-        .Tolerance(1e-4)
-        .Name("per_class_bipartite"),
-    LayerCase("multibox_loss_param { num_classes: 3 mining_type: HARD_EXAMPLE sample_size: 4 "
-              "nms_param { nms_threshold: 0.5 } use_prior_for_nms: true } "
-              "loss_param { normalization: BATCH_SIZE }",
-              {{2, 24}, {2, 18}, {1, 2, 24}, {1, 1, 3, 8}})
-        .Values(2, kPriors)
-        .Values(3, kGroundTruth)
-        .NoGradient(2)
-        .NoGradient(3)
-        .Tolerance(1e-4)
-        .Name("hard_example_nms"));
+    FixedBoxes("multibox_loss_param { num_classes: 3 neg_pos_ratio: 1 }", 24, "max_negative"),
+    FixedBoxes("multibox_loss_param { num_classes: 3 loc_loss_type: L2 conf_loss_type: LOGISTIC "
+               "mining_type: NONE code_type: CENTER_SIZE loc_weight: 2 } "
+               "loss_param { normalization: FULL }",
+               24, "l2_logistic_none"),
+    FixedBoxes("multibox_loss_param { num_classes: 3 share_location: false match_type: BIPARTITE "
+               "mining_type: NONE code_type: CORNER_SIZE }",
+               72, "per_class_bipartite"),
+    FixedBoxes("multibox_loss_param { num_classes: 3 mining_type: HARD_EXAMPLE sample_size: 4 "
+               "nms_param { nms_threshold: 0.5 } use_prior_for_nms: true } "
+               "loss_param { normalization: BATCH_SIZE }",
+               24, "hard_example_nms"));
 
 namespace crema::testing {
 namespace {

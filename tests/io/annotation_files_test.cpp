@@ -10,10 +10,13 @@
 #include <string>
 
 #include "crema/error.hpp"
+#include "support/annotation_checks.hpp"
 #include "support/reference.hpp"
 
 namespace crema {
 namespace {
+
+using testing::ExpectBox;
 
 // In one folder for the whole test program, so that a file can be written again.
 std::string Write(const std::string& name, const std::string& text) {
@@ -119,16 +122,6 @@ constexpr char kVoc[] = R"(<annotation>
 	</object>
 </annotation>
 )";
-
-void ExpectBox(const Annotation& a, int instance_id, float xmin, float ymin, float xmax, float ymax,
-               bool difficult) {
-  EXPECT_EQ(a.instance_id(), instance_id);
-  EXPECT_FLOAT_EQ(a.bbox().xmin(), xmin);
-  EXPECT_FLOAT_EQ(a.bbox().ymin(), ymin);
-  EXPECT_FLOAT_EQ(a.bbox().xmax(), xmax);
-  EXPECT_FLOAT_EQ(a.bbox().ymax(), ymax);
-  EXPECT_EQ(a.bbox().difficult(), difficult);
-}
 
 TEST(VocAnnotation, BoxesNormalizedAndGroupedByLabel) {
   const std::string path = Write("voc.xml", kVoc);

@@ -16,6 +16,7 @@
 #include "crema/proto.hpp"
 #include "io/data_transformer.hpp"
 #include "io/db.hpp"
+#include "support/annotation_checks.hpp"
 #include "support/reference.hpp"
 #include "support/requires.hpp"
 #include "tools/image_tool_util.hpp"
@@ -75,16 +76,6 @@ AnnotatedDatum Parse(const std::string& value) {
   AnnotatedDatum datum;
   EXPECT_TRUE(datum.ParseFromString(value));
   return datum;
-}
-
-void ExpectBox(const Annotation& a, int instance_id, float xmin, float ymin, float xmax, float ymax,
-               bool difficult) {
-  EXPECT_EQ(a.instance_id(), instance_id);
-  EXPECT_FLOAT_EQ(a.bbox().xmin(), xmin);
-  EXPECT_FLOAT_EQ(a.bbox().ymin(), ymin);
-  EXPECT_FLOAT_EQ(a.bbox().xmax(), xmax);
-  EXPECT_FLOAT_EQ(a.bbox().ymax(), ymax);
-  EXPECT_EQ(a.bbox().difficult(), difficult);
 }
 
 TEST(ConvertAnnosetTest, VocBoxesNormalizedAndMapped) {
