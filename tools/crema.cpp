@@ -40,11 +40,19 @@ DEFINE_bool(fuse_batch_norm, true,
             "GPU the three run as one pass forward and two backward (every value the same). "
             "--fuse-batch-norm=false runs them as layers of their own.");
 
+DEFINE_bool(channel_blocked, true,
+            "Inference on the CPU with oneDNN (test, time --phase TEST, forward, classify, "
+            "detect): activations between oneDNN layers (convolutions, pooling) and the "
+            "elementwise or channel-concatenating layers between them stay in oneDNN's "
+            "channel-blocked layout instead of being reordered in and out at every layer "
+            "(inputs, outputs and kept blobs stay plain). --channel-blocked=false reorders at "
+            "every layer.");
+
 namespace crema::cli {
 
 const std::set<std::string>& GlobalFlags() {
-  static const std::set<std::string> flags = {"plugin", "forbid_path_escape", "cpu_engine",
-                                              "fuse_relu", "fuse_batch_norm"};
+  static const std::set<std::string> flags = {"plugin",    "forbid_path_escape", "cpu_engine",
+                                              "fuse_relu", "fuse_batch_norm",    "channel_blocked"};
   return flags;
 }
 
@@ -285,6 +293,7 @@ int main(int argc, char** argv) {
     if (FLAGS_forbid_path_escape) crema::SetForbidPathEscape(true);
     crema::SetFuseReLUDefault(FLAGS_fuse_relu);
     crema::SetFuseBatchNormDefault(FLAGS_fuse_batch_norm);
+    crema::SetChannelBlockedDefault(FLAGS_channel_blocked);
     crema::SetAmpDefault(AmpFromFlag());
     ApplyCpuEngineFlag();
     LoadPlugins();

@@ -255,7 +255,8 @@ int RunTime(const std::vector<std::string>& args) {
     const double ms = (forward_ms[i] + backward_ms[i]) / iters;
     const double flops = forward_flops[i] + backward_flops[i];
     const std::string gflops = flops > 0 && ms > 0 ? Fixed(flops / ms / 1e6, 1) : "";
-    const CpuEngineChoice* choice = layers[i]->cpu_engine_choice();
+    // (The engine of the folded copy where BatchNorm was folded into a convolution.)
+    const CpuEngineChoice* choice = net->forward_layer(i)->cpu_engine_choice();
     std::printf("  %-*s  %-*s  %12.5f  %12.5f  %9s  %s\n", w, net->layer_names()[i].c_str(), tw,
                 step_type[i].c_str(), forward_ms[i] / iters, backward_ms[i] / iters, gflops.c_str(),
                 device.is_cpu() && choice != nullptr ? choice->last() : "");

@@ -82,6 +82,11 @@ class SyncedMemory {
   // MarkWritten().
   uint64_t generation() const { return generation_; }
   void MarkWritten();
+  // The layout of the host copy inside an inference net (src/net/net_layout.cpp): 0, Caffe's
+  // plain row-major; B > 0, 4-D data channel-blocked by B (oneDNN's nChw8c / nChw16c), which only
+  // the net's own layers read and which the net puts back to plain before anything else does.
+  int channel_block() const { return channel_block_; }
+  void set_channel_block(int block) { channel_block_ = block; }
 
   // A view of `size` bytes at `offset` into `arena` (which the view keeps alive): its host and
   // device memory are the arena's, allocated on first need, while the view has a head of its own
@@ -108,6 +113,7 @@ class SyncedMemory {
   int gpu_device_ = -1;
   std::shared_ptr<SyncedMemory> arena_;  // views only
   size_t offset_ = 0;
+  int channel_block_ = 0;
   uint64_t generation_ = NewGeneration();
   static uint64_t NewGeneration();
 };
@@ -204,6 +210,11 @@ class Blob {
   // The data buffer's SyncedMemory::generation() (0 without one).
   uint64_t data_generation() const { return data_ ? data_->generation() : 0; }
   const std::shared_ptr<SyncedMemory>& diff() const { return diff_; }
+  // The data's SyncedMemory::channel_block() (0: plain), and whether the net lets the layer that
+  // writes this blob write it channel-blocked (src/net/net_layout.cpp).
+  int cpu_channel_block() const { return data_ ? data_->channel_block() : 0; }
+  bool channel_block_allowed() const { return channel_block_allowed_; }
+  void set_channel_block_allowed(bool allowed) { channel_block_allowed_ = allowed; }
 
   // data -= diff (the plain SGD step once the solver has put the update into diff).
   void Update();
@@ -246,6 +257,7 @@ class Blob {
   std::vector<int> shape_;
   int64_t count_ = 0;
   int64_t capacity_ = 0;
+  bool channel_block_allowed_ = false;
 };
 
 using BlobVec = std::vector<Blob*>;

@@ -129,6 +129,19 @@ class Layer {
   bool fused_relu() const { return fused_relu_; }
   float fused_relu_slope() const { return fused_relu_slope_; }
 
+  // Channel-blocked CPU data between the layers of an inference net (Blob::cpu_channel_block,
+  // src/net/net_layout.cpp): how this layer takes it.
+  enum class ChannelBlocking {
+    kNone,         // plain bottoms only: the net puts blocked ones back to plain first
+    kPassThrough,  // elementwise, or copies whole per-image channel slabs: gives the same on
+                   // blocked bottoms (all alike), and its tops are then blocked alike
+    kEngine,       // reads blocked bottoms when ReadsChannelBlocked() is true, and writes a top
+                   // blocked where Blob::channel_block_allowed() (oneDNN's layers)
+  };
+  virtual ChannelBlocking channel_blocking() const { return ChannelBlocking::kNone; }
+  // kEngine: whether the next Forward on these blobs reads channel-blocked bottoms.
+  virtual bool ReadsChannelBlocked(const BlobVec& bottom, const BlobVec& top) { return false; }
+
   void set_device(const Device& device) { device_ = device; }
   const Device& device() const { return device_; }
   // Element type used for tops and learnable blobs created by this layer.

@@ -59,6 +59,9 @@ bool FuseReLUDefault();
 // The default of NetOptions::fuse_batch_norm for nets built afterwards (process-wide).
 void SetFuseBatchNormDefault(bool fuse);
 bool FuseBatchNormDefault();
+// The default of NetOptions::channel_blocked for nets built afterwards (process-wide).
+void SetChannelBlockedDefault(bool blocked);
+bool ChannelBlockedDefault();
 
 struct NetOptions {
   Device device;
@@ -96,6 +99,13 @@ struct NetOptions {
   // gradient and parameter gradient is the same as unfused. The default is true, or what
   // SetFuseBatchNormDefault set (the CLI's --fuse-batch-norm).
   bool fuse_batch_norm = FuseBatchNormDefault();
+  // CPU nets under an inference plan, with oneDNN (src/net/README.md): a planned blob that only
+  // oneDNN layers and elementwise / channel-concatenating layers read stays in oneDNN's
+  // channel-blocked layout between them (no reorder in and out at every layer); it is put back
+  // to plain before any other layer reads it, and inputs, outputs and kept blobs are always
+  // plain. The default is true, or what SetChannelBlockedDefault set (the CLI's
+  // --channel-blocked).
+  bool channel_blocked = ChannelBlockedDefault();
   // Mixed precision: see Amp above. CUDA graphs stay off for such nets.
   Amp amp = AmpDefault();
 };
@@ -186,6 +196,11 @@ class Net {
   bool fold_batch_norm() const { return fold_batch_norm_; }
   // Per layer: the index of the Convolution a BatchNorm or Scale is folded into, else -1.
   const std::vector<int>& folded_into() const { return folded_into_; }
+  // The layer object whose Forward runs for layer i: the folded copy of a convolution that
+  // BatchNorm was folded into (built at the first Forward), else layers()[i].
+  Layer* forward_layer(int layer_id) const {
+    return folded_convs_[layer_id] ? folded_convs_[layer_id].get() : layers_[layer_id].get();
+  }
 
   // Fuses in-place ReLUs into their producers or undoes it (NetOptions::fuse_relu).
   void SetFuseReLU(bool fuse);
@@ -197,6 +212,9 @@ class Net {
   bool fuse_batch_norm() const { return fuse_batch_norm_; }
   // Per layer: for the Scale and ReLU of a BatchNorm group, the BatchNorm's index, else -1.
   const std::vector<int>& fused_into_batch_norm() const { return fused_into_batch_norm_; }
+  // Channel-blocked layouts between oneDNN layers, or not (NetOptions::channel_blocked).
+  void SetChannelBlocked(bool blocked);
+  bool channel_blocked() const { return channel_blocked_; }
 
   // Decides, before the first real pass, the CPU engine of every layer that races them
   // (--cpu_engine auto, Layer::cpu_engine_choice): the layer's forward (and backward where the
@@ -302,6 +320,12 @@ class Net {
   // Finds the ReLUs to fuse into their producers (after PlanFold: folded layers are skipped),
   // then the BatchNorm groups.
   void PlanFuseReLU();
+  // Which planned blobs may be channel-blocked (net_layout.cpp; after the memory plan, with
+  // the current shapes), and before layer i's Forward: blocked bottoms it cannot read put back
+  // to plain; after it, the layout of the tops it wrote.
+  void PlanChannelBlocked();
+  void ChannelBlockedBefore(int layer_id, Layer* layer);
+  void ChannelBlockedAfter(int layer_id);
   // Finds the BatchNorm groups (after PlanFuseReLU: a group takes the ReLU fused into its Scale).
   void PlanBatchNormGroups();
   // When layer i is the last of a GPU BatchNorm group whose Forward ran fused and the whole group
@@ -394,6 +418,11 @@ class Net {
   // Per layer: the fused ReLU it applies to its top (index), else -1.
   std::vector<int> fused_relu_of_;
   bool fuse_batch_norm_ = true;
+  bool channel_blocked_ = true;
+  // Whether any blob may be channel-blocked now.
+  bool channel_blocked_active_ = false;
+  // The channel block a pass-through layer's tops get from the Forward running (0: plain).
+  int channel_block_written_ = 0;
   // Per BatchNorm layer: the Scale of its group, else -1.
   std::vector<int> group_scale_of_;
   std::vector<int> fused_into_batch_norm_;

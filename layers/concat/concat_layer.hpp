@@ -13,6 +13,10 @@ class ConcatLayer final : public Layer {
  public:
   using Layer::Layer;
   const char* type() const override { return "Concat"; }
+  // Along channels, each bottom's per-image slab is whole blocks in the blocked layout too.
+  ChannelBlocking channel_blocking() const override {
+    return concat_axis_ == 1 ? ChannelBlocking::kPassThrough : ChannelBlocking::kNone;
+  }
   void LayerSetUp(const BlobVec& bottom, const BlobVec& top) override;
   void Reshape(const BlobVec& bottom, const BlobVec& top) override;
   int MinBottomBlobs() const override { return 1; }

@@ -3,7 +3,6 @@
 #include "crema/layer_registry.hpp"
 #include "layers/convolution/depthwise_conv.hpp"
 #include "layers/convolution/dnnl_convolution.hpp"
-#include "math/activation.hpp"
 #include "math/math.hpp"
 
 namespace crema {
@@ -94,8 +93,7 @@ void ConvolutionLayer::BackwardT(const BlobVec& top, const std::vector<bool>& pr
 
 // ---- oneDNN CPU engine ----
 CpuEngine ConvolutionLayer::DnnlPolicy(const Blob& bottom, const Blob& top) {
-  const bool force_caffe = layer_param_.convolution_param().engine() == ConvolutionParameter::CAFFE;
-  const CpuEngine policy = LayerCpuEngine(force_caffe);
+  const CpuEngine policy = LayerCpuEngine();
   if (policy == CpuEngine::kCaffe || dtype() != DataType::kFloat32 || channel_axis_ != 1 ||
       num_spatial_axes_ < 2 || num_spatial_axes_ > 3)
     return CpuEngine::kCaffe;
@@ -110,15 +108,28 @@ CpuEngine ConvolutionLayer::DnnlPolicy(const Blob& bottom, const Blob& top) {
   return dnnl_->Prepare(geometry) ? policy : CpuEngine::kCaffe;
 }
 
+bool ConvolutionLayer::ReadsChannelBlocked(const BlobVec& bottom, const BlobVec& top) {
+  // (A top not shaped yet: before the first Forward, which runs crema's kernels first.)
+  return bottom.size() == 1 && top[0]->num_axes() == bottom[0]->num_axes() &&
+         cpu_engine_choice_.NextRunsDnnl(DnnlPolicy(*bottom[0], *top[0]), "forward",
+                                         bottom[0]->shape());
+}
+
 void ConvolutionLayer::ForwardDnnl(const BlobVec& bottom, const BlobVec& top) {
   const float* weight = blobs_[0]->cpu_data<float>();
   const float* bias = bias_term_ ? blobs_[1]->cpu_data<float>() : nullptr;
+  const float relu_slope = fused_relu_slope();
   for (size_t i = 0; i < bottom.size(); ++i) {
-    float* y = top[i]->mutable_cpu_data<float>();
-    dnnl_->Forward(bottom[i]->cpu_data<float>(), weight, bias, y, &workspace(),
-                   forward_only() ? blobs_[0]->data_generation() : 0);
-    // A fused ReLU as its own pass: the ReLU layer's expression, so the bits match unfused.
-    if (fused_relu()) ReLUInPlace(top[i]->count(), fused_relu_slope(), y);
+    DnnlConvolution::Io io;
+    io.weights_generation = forward_only() ? blobs_[0]->data_generation() : 0;
+    io.src_block = bottom[i]->cpu_channel_block();
+    io.dst_block =
+        top[i]->channel_block_allowed() && ChannelBlockable(top[i]->shape()) ? ChannelBlock() : 0;
+    // A fused ReLU inside the convolution, with the ReLU layer's values (dnnl_convolution.cpp).
+    if (fused_relu()) io.relu = &relu_slope;
+    dnnl_->Forward(bottom[i]->cpu_data<float>(), weight, bias, top[i]->mutable_cpu_data<float>(),
+                   &workspace(), io);
+    top[i]->data()->set_channel_block(io.dst_block);
   }
 }
 
@@ -140,7 +151,10 @@ void ConvolutionLayer::BackwardDnnl(const BlobVec& top, const std::vector<bool>&
 // ---- end oneDNN CPU engine ----
 
 void ConvolutionLayer::ForwardCpu(const BlobVec& bottom, const BlobVec& top) {
-  const auto crema = [&] { CREMA_DISPATCH_FLOAT(dtype(), T, ForwardT<T>(bottom, top)); };
+  const auto crema = [&] {
+    CREMA_ASSERT(bottom[0]->cpu_channel_block() == 0, "channel-blocked input for crema's kernels");
+    CREMA_DISPATCH_FLOAT(dtype(), T, ForwardT<T>(bottom, top));
+  };
   cpu_engine_choice_.Run(DnnlPolicy(*bottom[0], *top[0]), name(), "forward", bottom[0]->shape(),
                          crema, [&] { ForwardDnnl(bottom, top); });
 }

@@ -7,7 +7,7 @@
 // pad | pad_h/_w, stride | stride_h/_w, dilation, group, axis, force_nd_im2col, weight_filler,
 // bias_filler, engine }. Not in-place.
 // CPU engines (src/math/dnnl_engine.hpp): float32 passes may run oneDNN (dnnl_convolution.hpp)
-// instead of crema's kernels, per --cpu_engine; `engine: CAFFE` keeps crema's kernels.
+// instead of crema's kernels, per --cpu_engine (the `engine` field is Caffe's cuDNN choice).
 #include <memory>
 
 #include "layers/convolution/base_conv_layer.hpp"
@@ -23,6 +23,8 @@ class ConvolutionLayer : public BaseConvolutionLayer {
   using BaseConvolutionLayer::BaseConvolutionLayer;
   const char* type() const override { return "Convolution"; }
   bool SupportsFusedReLU() const override { return true; }
+  ChannelBlocking channel_blocking() const override { return ChannelBlocking::kEngine; }
+  bool ReadsChannelBlocked(const BlobVec& bottom, const BlobVec& top) override;
   // The CPU engine of the last CPU pass: "crema", "oneDNN", or "" before the first.
   const char* cpu_engine() const { return cpu_engine_choice_.last(); }
   CpuEngineChoice* cpu_engine_choice() override { return &cpu_engine_choice_; }
@@ -47,8 +49,8 @@ class ConvolutionLayer : public BaseConvolutionLayer {
   // ---- end depthwise fast path ----
 
   // ---- oneDNN CPU engine (dnnl_convolution.hpp) ----
-  // The CPU engine policy for this layer (kCaffe for other types than float32, geometries
-  // oneDNN does not take, and `engine: CAFFE`); prepares the oneDNN primitives for bottom i.
+  // The CPU engine policy for this layer (kCaffe for other types than float32 and geometries
+  // oneDNN does not take); prepares the oneDNN primitives for bottom i.
   CpuEngine DnnlPolicy(const Blob& bottom, const Blob& top);
   void ForwardDnnl(const BlobVec& bottom, const BlobVec& top);
   void BackwardDnnl(const BlobVec& top, const std::vector<bool>& propagate_down,

@@ -33,8 +33,15 @@ struct DnnlConvolution::Impl
                              dnnl::convolution_backward_weights> {
   DnnlConvGeometry geometry;
   memory::dims strides, dilates, pad_l, pad_r;
+  std::unique_ptr<dnnl::convolution_forward::desc> fwd_desc;
+  // The forward primitive with a ReLU post-op, for `relu_slope` (made at the first call).
+  bool relu_ready = false;
+  float relu_slope = 0;
+  dnnl::convolution_forward::primitive_desc fwd_relu_pd;
+  dnnl::convolution_forward fwd_relu;
 
   void Create(const DnnlConvGeometry& g);
+  void CreateReLU(float slope);
   void CreateBackward() override;
 };
 
@@ -60,11 +67,26 @@ void DnnlConvolution::Impl::Create(const DnnlConvGeometry& g) {
   }
   weights = DnnlPlain(weight_dims);
   bias = g.bias ? DnnlPlain({g.output[1]}) : memory::desc();
-  const dnnl::convolution_forward::desc desc(
+  fwd_desc = std::make_unique<dnnl::convolution_forward::desc>(
       dnnl::prop_kind::forward_training, dnnl::algorithm::convolution_direct, DnnlAny(src.dims()),
       DnnlAny(weight_dims), bias, DnnlAny(dst.dims()), strides, dilates, pad_l, pad_r);
-  fwd_pd = dnnl::convolution_forward::primitive_desc(desc, DnnlUserScratchpad(), DnnlEngine());
+  fwd_pd = dnnl::convolution_forward::primitive_desc(*fwd_desc, DnnlUserScratchpad(), DnnlEngine());
   fwd = dnnl::convolution_forward(fwd_pd);
+}
+
+// ReLU(conv) as crema's ReLU computes it (math/activation.hpp: max(x, 0) + slope * min(x, 0)):
+// oneDNN's ReLU gives x * slope below zero, which is -0 for slope 0 where crema's gives +0; the
+// linear post-op after it (1 * y + 0) makes that +0 and changes nothing else. NaN stays NaN.
+void DnnlConvolution::Impl::CreateReLU(float slope) {
+  dnnl::post_ops ops;
+  ops.append_eltwise(1.f, dnnl::algorithm::eltwise_relu, slope, 0.f);
+  ops.append_eltwise(1.f, dnnl::algorithm::eltwise_linear, 1.f, 0.f);
+  dnnl::primitive_attr attr = DnnlUserScratchpad();
+  attr.set_post_ops(ops);
+  fwd_relu_pd = dnnl::convolution_forward::primitive_desc(*fwd_desc, attr, DnnlEngine());
+  fwd_relu = dnnl::convolution_forward(fwd_relu_pd);
+  relu_ready = true;
+  relu_slope = slope;
 }
 
 void DnnlConvolution::Impl::CreateBackward() {
@@ -94,6 +116,7 @@ bool DnnlConvolution::Prepare(const DnnlConvGeometry& geometry) {
   impl.prepared = true;
   impl.supported = false;
   impl.backward_ready = false;
+  impl.relu_ready = false;
   try {
     impl.Create(geometry);
     impl.supported = true;
@@ -107,8 +130,12 @@ bool DnnlConvolution::Prepare(const DnnlConvGeometry& geometry) {
 }
 
 void DnnlConvolution::Forward(const float* x, const float* w, const float* bias, float* y,
-                              Workspace* ws, uint64_t weights_generation) {
-  impl_->Forward(x, w, bias, y, ws, weights_generation);
+                              Workspace* ws, const Io& io) {
+  Impl& impl = *impl_;
+  const Impl::ForwardIo forward_io{io.weights_generation, io.src_block, io.dst_block};
+  if (io.relu == nullptr) return impl.Forward(x, w, bias, y, ws, forward_io);
+  if (!impl.relu_ready || impl.relu_slope != *io.relu) impl.CreateReLU(*io.relu);
+  impl.ForwardWith(impl.fwd_relu, impl.fwd_relu_pd, x, w, bias, y, ws, forward_io);
 }
 
 void DnnlConvolution::BackwardData(const float* dy, const float* w, float* dx, Workspace* ws) {
@@ -127,7 +154,7 @@ DnnlConvolution::DnnlConvolution() : impl_(std::make_unique<Impl>()) {}
 DnnlConvolution::~DnnlConvolution() = default;
 bool DnnlConvolution::Prepare(const DnnlConvGeometry&) { return false; }
 void DnnlConvolution::Forward(const float*, const float*, const float*, float*, Workspace*,
-                              uint64_t) {
+                              const Io&) {
   CREMA_ASSERT(false, "oneDNN is not in this build");
 }
 void DnnlConvolution::BackwardData(const float*, const float*, float*, Workspace*) {

@@ -43,11 +43,18 @@ class DnnlConvolution {
   // take it (then crema's kernels run; asked again only for another geometry).
   bool Prepare(const DnnlConvGeometry& geometry);
 
-  // y = conv(x, w) (+ bias per output channel when the geometry has one). With
-  // `weights_generation` (not 0: the weights blob's data_generation()), w in oneDNN's layout is
-  // kept for the next calls with the same weights.
+  // How a forward pass reads and writes: with `weights_generation` (not 0: the weights blob's
+  // data_generation()), w in oneDNN's layout is kept for the next calls with the same weights;
+  // `src_block` / `dst_block` > 0: x / y are channel-blocked by that (math/dnnl_engine.hpp);
+  // `relu`: y = ReLU(conv) with that negative slope, inside the convolution (a post-op).
+  struct Io {
+    uint64_t weights_generation = 0;
+    int src_block = 0, dst_block = 0;
+    const float* relu = nullptr;
+  };
+  // y = conv(x, w) (+ bias per output channel when the geometry has one).
   void Forward(const float* x, const float* w, const float* bias, float* y, Workspace* ws,
-               uint64_t weights_generation = 0);
+               const Io& io);
   // dx = conv^T(dy, w) (overwrites).
   void BackwardData(const float* dy, const float* w, float* dx, Workspace* ws);
   // dw += dW(x, dy); db += sum of dy per channel (null outputs are skipped).

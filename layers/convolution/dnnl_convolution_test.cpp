@@ -245,7 +245,8 @@ TEST(DnnlConvolutionGradient, NumericUnderPolicyDnnl) {
 }
 
 // Geometries oneDNN does not take (1-D, a kernel larger than the padded input, channel axis 2),
-// float64, `engine: CAFFE` and deterministic mode run crema's kernels under policy dnnl.
+// float64 and deterministic mode run crema's kernels under policy dnnl; `engine: CAFFE` (Caffe's
+// cuDNN choice) runs oneDNN.
 // A forward-only layer keeps its weights in oneDNN's layout between passes; writing the weights
 // (mutable_cpu_data, or a pointer taken earlier plus MarkWritten, or new data shared in) makes
 // the next pass use the new ones.
@@ -304,8 +305,7 @@ TEST(DnnlConvolutionFallback, CremaKernelsWhereOneDnnDoesNotApply) {
   const std::vector<ConvCase> cases = {
       {"one_d", "num_output: 3 kernel_size: 3 stride: 2", {2, 2, 9}},
       {"kernel_larger_than_input", "num_output: 2 kernel_size: 5 stride: 2", {1, 2, 4, 4}},
-      {"axis2", "num_output: 3 kernel_size: 2 axis: 2", {2, 2, 3, 5, 4}},
-      {"engine_caffe", "num_output: 4 kernel_size: 3 engine: CAFFE", {2, 3, 6, 5}}};
+      {"axis2", "num_output: 3 kernel_size: 2 axis: 2", {2, 2, 3, 5, 4}}};
   for (const ConvCase& c : cases) {
     const ConvResult crema = RunConv(ConvParam(c.param), c.shape, CpuEngine::kCaffe);
     const ConvResult dnnl = RunConv(ConvParam(c.param), c.shape, CpuEngine::kDnnl);
@@ -314,6 +314,10 @@ TEST(DnnlConvolutionFallback, CremaKernelsWhereOneDnnDoesNotApply) {
     EXPECT_EQ(dnnl.top, crema.top) << c.name;
     EXPECT_EQ(dnnl.weight_diff, crema.weight_diff) << c.name;
   }
+  for (const std::string& engine : RunConv(ConvParam("num_output: 4 kernel_size: 3 engine: CAFFE"),
+                                           {2, 3, 6, 5}, CpuEngine::kDnnl)
+                                       .engines)
+    EXPECT_EQ(engine, "oneDNN") << "engine: CAFFE";
   {
     ScopedCpuEngine scoped(CpuEngine::kDnnl);
     ConvolutionLayer layer(ConvParam("num_output: 2 kernel_size: 3"));

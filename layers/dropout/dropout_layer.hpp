@@ -20,6 +20,10 @@ class DropoutLayer final : public NeuronLayer {
  public:
   using NeuronLayer::NeuronLayer;
   const char* type() const override { return "Dropout"; }
+  // Outside TRAIN a scaled copy (in TRAIN the mask's order would follow the layout).
+  ChannelBlocking channel_blocking() const override {
+    return phase() == TRAIN ? ChannelBlocking::kNone : ChannelBlocking::kPassThrough;
+  }
   void LayerSetUp(const BlobVec& bottom, const BlobVec& top) override;
   // The mask of the last TRAIN Forward (1 keeps an element).
   std::vector<unsigned int> mask() const;

@@ -18,6 +18,7 @@ class EltwiseLayer final : public Layer {
   using Layer::Layer;
   const char* type() const override { return "Eltwise"; }
   bool SupportsFusedReLU() const override { return true; }
+  ChannelBlocking channel_blocking() const override { return ChannelBlocking::kPassThrough; }
   void LayerSetUp(const BlobVec& bottom, const BlobVec& top) override;
   void Reshape(const BlobVec& bottom, const BlobVec& top) override;
   int MinBottomBlobs() const override { return 2; }

@@ -101,7 +101,7 @@ void InnerProductLayer::BackwardT(const BlobVec& top, const std::vector<bool>& p
 
 // ---- oneDNN CPU engine ----
 CpuEngine InnerProductLayer::DnnlPolicy() {
-  const CpuEngine policy = LayerCpuEngine(false);
+  const CpuEngine policy = LayerCpuEngine();
   if (policy == CpuEngine::kCaffe || dtype() != DataType::kFloat32) return CpuEngine::kCaffe;
   if (!dnnl_) dnnl_ = std::make_shared<DnnlInnerProduct>();
   return dnnl_->Prepare({M_, K_, N_, transpose_, bias_term_}) ? policy : CpuEngine::kCaffe;

@@ -38,6 +38,12 @@ struct DnnlPooling::Impl {
   dnnl::pooling_backward::primitive_desc bwd_pd;
   dnnl::pooling_backward bwd;
   std::vector<float> workspace;  // MAX's argmax, from Forward to Backward
+  // Forward on channel-blocked tensors (forward-only), made at the first call for `block`.
+  int block = 0;
+  dnnl::pooling_forward::primitive_desc blocked_pd;
+  dnnl::pooling_forward blocked;
+  dnnl::algorithm algorithm{};
+  memory::dims pad_r;
 
   // The oneDNN algorithm equal to Caffe's pooling here, or false.
   bool Algorithm(const memory::dims& pad_r, dnnl::algorithm* algorithm) const;
@@ -93,6 +99,9 @@ bool DnnlPooling::Prepare(const DnnlPoolGeometry& geometry) {
                               RightPad(g.input[3], g.output[3], g.kernel_w, g.stride_w, g.pad_w)};
   dnnl::algorithm algorithm{};
   if (pad_r[0] < 0 || pad_r[1] < 0 || !impl.Algorithm(pad_r, &algorithm)) return false;
+  impl.block = 0;
+  impl.algorithm = algorithm;
+  impl.pad_r = pad_r;
   try {
     impl.Create(g, pad_r, algorithm);
     impl.supported = true;
@@ -104,9 +113,29 @@ bool DnnlPooling::Prepare(const DnnlPoolGeometry& geometry) {
   return impl.supported;
 }
 
-void DnnlPooling::Forward(const float* x, float* y, Workspace* ws) {
+void DnnlPooling::Forward(const float* x, float* y, Workspace* ws, int block, bool blocked_y) {
   Impl& impl = *impl_;
   CREMA_ASSERT(impl.supported, "DnnlPooling::Forward before a successful Prepare");
+  if (block > 0) {
+    const DnnlPoolGeometry& g = impl.geometry;
+    CREMA_ASSERT(!g.training, "channel-blocked pooling in a net that trains");
+    const memory::desc src = DnnlChannelBlocked(impl.src.dims(), block),
+                       dst = DnnlChannelBlocked(impl.dst.dims(), block);
+    if (impl.block != block) {
+      impl.blocked_pd = dnnl::pooling_forward::primitive_desc(
+          dnnl::pooling_forward::desc(dnnl::prop_kind::forward_inference, impl.algorithm, src, dst,
+                                      {g.stride_h, g.stride_w}, {g.kernel_h, g.kernel_w},
+                                      {g.pad_h, g.pad_w}, impl.pad_r),
+          DnnlUserScratchpad(), DnnlEngine());
+      impl.blocked = dnnl::pooling_forward(impl.blocked_pd);
+      impl.block = block;
+    }
+    DnnlExecute(impl.blocked, impl.blocked_pd.scratchpad_desc(),
+                {{DNNL_ARG_SRC, src, src, const_cast<float*>(x)},
+                 {DNNL_ARG_DST, blocked_y ? dst : impl.dst, dst, y, true}},
+                ws);
+    return;
+  }
   std::vector<DnnlOperand> ops = {{DNNL_ARG_SRC, impl.src, impl.src, const_cast<float*>(x)},
                                   {DNNL_ARG_DST, impl.dst, impl.dst, y, true}};
   const memory::desc ws_desc = impl.fwd_pd.workspace_desc();
@@ -141,7 +170,7 @@ struct DnnlPooling::Impl {};
 DnnlPooling::DnnlPooling() : impl_(std::make_unique<Impl>()) {}
 DnnlPooling::~DnnlPooling() = default;
 bool DnnlPooling::Prepare(const DnnlPoolGeometry&) { return false; }
-void DnnlPooling::Forward(const float*, float*, Workspace*) {
+void DnnlPooling::Forward(const float*, float*, Workspace*, int, bool) {
   CREMA_ASSERT(false, "oneDNN is not in this build");
 }
 void DnnlPooling::Backward(const float*, float*, Workspace*) {

@@ -438,8 +438,7 @@ void PoolingLayer::BackwardT(const BlobVec& top, const std::vector<bool>& propag
 
 // ---- oneDNN CPU engine ----
 CpuEngine PoolingLayer::DnnlPolicy(const BlobVec& bottom, const BlobVec& top) {
-  const bool force_caffe = layer_param_.pooling_param().engine() == PoolingParameter::CAFFE;
-  const CpuEngine policy = LayerCpuEngine(force_caffe);
+  const CpuEngine policy = LayerCpuEngine();
   if (policy == CpuEngine::kCaffe || dtype() != DataType::kFloat32 || top.size() > 1 ||
       (pool_ != PoolingParameter::MAX && pool_ != PoolingParameter::AVE))
     return CpuEngine::kCaffe;
@@ -458,14 +457,26 @@ CpuEngine PoolingLayer::DnnlPolicy(const BlobVec& bottom, const BlobVec& top) {
 }
 // ---- end oneDNN CPU engine ----
 
+bool PoolingLayer::ReadsChannelBlocked(const BlobVec& bottom, const BlobVec& top) {
+  return forward_only() && ChannelBlockable(bottom[0]->shape()) && top[0]->num_axes() == 4 &&
+         cpu_engine_choice_.NextRunsDnnl(DnnlPolicy(bottom, top), "forward", bottom[0]->shape());
+}
+
 void PoolingLayer::ForwardCpu(const BlobVec& bottom, const BlobVec& top) {
   const auto crema = [&] {
+    CREMA_ASSERT(bottom[0]->cpu_channel_block() == 0, "channel-blocked input for crema's kernels");
     forward_ran_dnnl_ = false;
     CREMA_DISPATCH_FLOAT(dtype(), T, ForwardT<T>(bottom, top));
   };
   const auto dnnl = [&] {
     forward_ran_dnnl_ = true;
-    dnnl_->Forward(bottom[0]->cpu_data<float>(), top[0]->mutable_cpu_data<float>(), &workspace());
+    // Channel-blocked in (the net let it through: ReadsChannelBlocked), blocked out where allowed.
+    const int block = bottom[0]->cpu_channel_block();
+    const bool blocked_y =
+        block > 0 && top[0]->channel_block_allowed() && ChannelBlockable(top[0]->shape());
+    dnnl_->Forward(bottom[0]->cpu_data<float>(), top[0]->mutable_cpu_data<float>(), &workspace(),
+                   block, blocked_y);
+    top[0]->data()->set_channel_block(blocked_y ? block : 0);
   };
   cpu_engine_choice_.Run(DnnlPolicy(bottom, top), name(), "forward", bottom[0]->shape(), crema,
                          dnnl);

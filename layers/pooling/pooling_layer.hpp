@@ -13,7 +13,7 @@
 // global_pooling, round_mode, engine }; pad must be < kernel. Not in-place.
 // CPU engines (src/math/dnnl_engine.hpp): float32 MAX and AVE passes may run oneDNN
 // (dnnl_pooling.hpp, where its function equals Caffe's; not with a mask top) instead of crema's
-// kernels, per --cpu_engine; `engine: CAFFE` keeps crema's kernels.
+// kernels, per --cpu_engine (the `engine` field is Caffe's cuDNN choice).
 #include <memory>
 
 #include "crema/layer.hpp"
@@ -42,6 +42,8 @@ class PoolingLayer final : public Layer {
   // The CPU engine of the last CPU pass: "crema", "oneDNN", or "" before the first.
   const char* cpu_engine() const { return cpu_engine_choice_.last(); }
   CpuEngineChoice* cpu_engine_choice() override { return &cpu_engine_choice_; }
+  ChannelBlocking channel_blocking() const override { return ChannelBlocking::kEngine; }
+  bool ReadsChannelBlocked(const BlobVec& bottom, const BlobVec& top) override;
 
  protected:
   void ForwardCpu(const BlobVec& bottom, const BlobVec& top) override;

@@ -10,6 +10,7 @@ class ReLULayer final : public NeuronLayer {
  public:
   using NeuronLayer::NeuronLayer;
   const char* type() const override { return "ReLU"; }
+  ChannelBlocking channel_blocking() const override { return ChannelBlocking::kPassThrough; }
 
  protected:
   void ForwardCpu(const BlobVec& bottom, const BlobVec& top) override;

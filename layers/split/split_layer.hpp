@@ -10,6 +10,7 @@ class SplitLayer final : public Layer {
  public:
   using Layer::Layer;
   const char* type() const override { return "Split"; }
+  ChannelBlocking channel_blocking() const override { return ChannelBlocking::kPassThrough; }
   void Reshape(const BlobVec& bottom, const BlobVec& top) override;
   int ExactNumBottomBlobs() const override { return 1; }
   int MinTopBlobs() const override { return 1; }

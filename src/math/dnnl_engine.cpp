@@ -12,6 +12,7 @@
 #include "core/cuda_context.hpp"
 #include "core/workspace.hpp"
 #include "crema/error.hpp"
+#include "math/cpu_isa.hpp"
 
 namespace crema {
 namespace {
@@ -62,10 +63,10 @@ bool DnnlBuilt() {
 #endif
 }
 
-CpuEngine LayerCpuEngine(bool force_caffe) {
+CpuEngine LayerCpuEngine() {
   // Deterministic mode promises results independent of timing and of the thread count: auto's
   // choice depends on timing, oneDNN's reductions on the threads.
-  if (force_caffe || !DnnlBuilt() || gpu::Deterministic()) return CpuEngine::kCaffe;
+  if (!DnnlBuilt() || gpu::Deterministic()) return CpuEngine::kCaffe;
   return GetCpuEngine();
 }
 
@@ -124,6 +125,14 @@ bool CpuEngineChoice::Decided(const std::string& direction, const std::vector<in
   return it != races_.end() && it->second.decided;
 }
 
+bool CpuEngineChoice::NextRunsDnnl(CpuEngine policy, const std::string& direction,
+                                   const std::vector<int>& shape) const {
+  if (policy != CpuEngine::kAuto) return policy == CpuEngine::kDnnl;
+  const auto it = races_.find({direction, shape});
+  if (it == races_.end()) return false;  // the race's first pass runs crema's kernels
+  return it->second.decided ? it->second.use_dnnl : it->second.pass % 2 == 1;
+}
+
 std::vector<CpuEngineChoice::Decision> CpuEngineChoice::Decisions() const {
   std::vector<Decision> decisions;
   for (const auto& [key, race] : races_)
@@ -135,6 +144,25 @@ void CpuEngineChoice::Restore(const Decision& decision) {
   Race& race = races_[{decision.direction, decision.shape}];
   race.decided = true;
   race.use_dnnl = decision.use_dnnl;
+}
+
+int ChannelBlock() {
+  if (!DnnlBuilt()) return 0;
+  switch (CpuIsaLevel()) {
+    case CpuIsa::kAvx512:
+      return 16;
+    case CpuIsa::kAvx2Fma:
+      return 8;
+    case CpuIsa::kBaseline:
+      break;
+  }
+  return 0;
+}
+
+bool ChannelBlockable(const std::vector<int>& shape) {
+  const int block = ChannelBlock();
+  return block > 0 && shape.size() == 4 && shape[1] % block == 0 &&
+         static_cast<int64_t>(shape[2]) * shape[3] > 1;
 }
 
 #ifdef CREMA_WITH_DNNL
@@ -205,6 +233,28 @@ memory::desc DnnlPlain(const memory::dims& dims) {
 
 memory::desc DnnlAny(const memory::dims& dims) {
   return memory::desc(dims, memory::data_type::f32, memory::format_tag::any);
+}
+
+memory::desc DnnlChannelBlocked(const memory::dims& dims, int block) {
+  CREMA_ASSERT(dims.size() == 4 && (block == 0 || block == 8 || block == 16), dims.size(), " ",
+               block);
+  if (block == 0) return DnnlPlain(dims);
+  return memory::desc(dims, memory::data_type::f32,
+                      block == 16 ? memory::format_tag::nChw16c : memory::format_tag::nChw8c);
+}
+
+void ChannelBlockedToPlain(const std::vector<int>& shape, int block, float* data, Workspace* ws) {
+  const memory::dims dims(shape.begin(), shape.end());
+  const memory::desc plain = DnnlPlain(dims), blocked = DnnlChannelBlocked(dims, block);
+  CREMA_ASSERT(plain.get_size() == blocked.get_size(), ShapeText(shape), " by ", block);
+  float* scratch = static_cast<float*>(ws->Cpu(plain.get_size()));
+  dnnl::engine& engine = DnnlEngine();
+  memory from(blocked, engine, data), to(plain, engine, scratch);
+  dnnl::reorder(from, to).execute(DnnlStream(), from, to);
+  DnnlStream().wait();
+  const int64_t n = static_cast<int64_t>(plain.get_size() / sizeof(float));
+#pragma omp parallel for if (n > 65536)
+  for (int64_t i = 0; i < n; ++i) data[i] = scratch[i];
 }
 
 void DnnlExecute(const dnnl::primitive& primitive, const memory::desc& scratchpad,
@@ -305,6 +355,12 @@ void DnnlWeightedBackwardWeights(const dnnl::primitive& primitive,
     ops.push_back(
         {DNNL_ARG_DIFF_BIAS, layout.bias, pd.diff_weights_desc(1), db, true, db != nullptr});
   DnnlExecute(primitive, pd.scratchpad_desc(), ops, ws);
+}
+
+#else  // without oneDNN nothing is ever blocked (ChannelBlock() is 0)
+
+void ChannelBlockedToPlain(const std::vector<int>&, int, float*, Workspace*) {
+  CREMA_ASSERT(false, "oneDNN is not in this build");
 }
 
 #endif  // CREMA_WITH_DNNL

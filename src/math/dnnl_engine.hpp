@@ -8,10 +8,9 @@
 //         the choice logged once (INFO);
 //   caffe never oneDNN: crema's own kernels, bit-reproducible as before;
 //   dnnl  oneDNN wherever it supports the layer.
-// A layer's `engine: CAFFE` forces crema's kernels for that layer; DEFAULT and CUDNN follow the
-// policy. Deterministic mode (gpu::Deterministic) always runs crema's kernels. Float32 only; other
-// types always run crema's kernels. oneDNN's results may differ from crema's in the last bits and
-// between thread counts.
+// A layer's `engine` field (Caffe's choice of cuDNN or not) does not change it. Deterministic mode
+// (gpu::Deterministic) always runs crema's kernels. Float32 only; other types always run crema's
+// kernels. oneDNN's results may differ from crema's in the last bits and between thread counts.
 //
 // Only files compiled with CREMA_WITH_DNNL (src/math/dnnl_*.cpp, layers/*/dnnl_*.cpp; see
 // CMakeLists.txt) see the oneDNN part at the end; the policy part is plain C++.
@@ -40,10 +39,12 @@ void SetCpuEngine(CpuEngine engine);
 // Whether this build has oneDNN (CREMA_DNNL found at configure time).
 bool DnnlBuilt();
 
-// The policy for one layer: `force_caffe` (its engine field is CAFFE) gives kCaffe, otherwise
-// the process-wide one; without oneDNN in the build, and in deterministic mode (--deterministic,
-// solver `deterministic: true`), always kCaffe.
-CpuEngine LayerCpuEngine(bool force_caffe);
+// The policy for one layer: the process-wide one; without oneDNN in the build, and in
+// deterministic mode (--deterministic, solver `deterministic: true`), always kCaffe. A layer's
+// `engine` field does not change it: in Caffe it chooses between Caffe's kernels and cuDNN's (a
+// GPU choice; published nets set CAFFE on depthwise convolutions to keep them off cuDNN's slow
+// grouped convolutions).
+CpuEngine LayerCpuEngine();
 
 // The per-layer choice of `auto`: for each (direction, input shape) a race of up to six passes,
 // alternating crema's kernels and oneDNN's (the first of each untimed: caches, primitive
@@ -62,6 +63,10 @@ class CpuEngineChoice {
   // whether it is decided.
   bool Racing(const std::string& direction, const std::vector<int>& shape) const;
   bool Decided(const std::string& direction, const std::vector<int>& shape) const;
+  // Whether the next Run with `policy` runs oneDNN (kDnnl, a race decided for it, or a race's
+  // next pass).
+  bool NextRunsDnnl(CpuEngine policy, const std::string& direction,
+                    const std::vector<int>& shape) const;
   // The decided races, to keep them across processes (a .solverstate: resuming then runs the
   // engines the interrupted run chose), and taking one back (a race not run yet).
   struct Decision {
@@ -87,6 +92,20 @@ class CpuEngineChoice {
 // "2x3x32x32".
 std::string ShapeText(const std::vector<int>& shape);
 
+class Workspace;
+
+// Channel-blocked layouts between the oneDNN layers of an inference net (src/net/net_layout.cpp).
+// The channel block of oneDNN's convolutions on this CPU: 16 with AVX-512, 8 with AVX2 (at the
+// level math/cpu_isa.hpp allows); 0 without oneDNN in the build or on older CPUs (then nothing is
+// blocked).
+int ChannelBlock();
+// Whether a float32 tensor of `shape` may be held channel-blocked: 4-D, channels a multiple of
+// ChannelBlock(), more than one position (with one, both layouts are the same bytes).
+bool ChannelBlockable(const std::vector<int>& shape);
+// Puts a tensor of `shape` held channel-blocked by `block` back into the plain layout, in place
+// (through scratch from `ws`).
+void ChannelBlockedToPlain(const std::vector<int>& shape, int block, float* data, Workspace* ws);
+
 }  // namespace crema
 
 #ifdef CREMA_WITH_DNNL
@@ -95,8 +114,6 @@ std::string ShapeText(const std::vector<int>& shape);
 #include "crema/error.hpp"
 
 namespace crema {
-
-class Workspace;
 
 // The process-wide CPU engine and the calling thread's stream (in-order; oneDNN's OpenMP threads
 // are crema's).
@@ -110,6 +127,8 @@ dnnl::primitive_attr DnnlUserScratchpad();
 // primitive picks (format_tag::any).
 dnnl::memory::desc DnnlPlain(const dnnl::memory::dims& dims);
 dnnl::memory::desc DnnlAny(const dnnl::memory::dims& dims);
+// A 4-D tensor channel-blocked by `block` (nChw8c, nChw16c); 0 gives DnnlPlain.
+dnnl::memory::desc DnnlChannelBlocked(const dnnl::memory::dims& dims, int block);
 
 // One tensor argument of a primitive: the caller's plain memory and the layout the primitive
 // chose; when they differ, the tensor goes through a reorder in scratch memory. An output with
@@ -174,19 +193,32 @@ struct DnnlWeightedPrimitives : DnnlWeightedLayout {
   virtual ~DnnlWeightedPrimitives() = default;
   virtual void CreateBackward() = 0;  // sets the bwd_* members
 
-  // With `weights_generation` (the weights blob's data_generation(); 0: none) the weights in the
-  // forward primitive's layout are kept for the next calls (forward-only layers, whose weights
-  // change rarely; training changes them every iteration, so the copy would only cost memory).
+  // How a forward pass reads and writes: with `weights_generation` (the weights blob's
+  // data_generation(); 0: none) the weights in the forward primitive's layout are kept for the
+  // next calls (forward-only layers, whose weights change rarely; training changes them every
+  // iteration, so the copy would only cost memory); `src_block`/`dst_block` > 0: x / y are
+  // channel-blocked by that (DnnlChannelBlocked) instead of plain.
+  struct ForwardIo {
+    uint64_t weights_generation = 0;
+    int src_block = 0, dst_block = 0;
+  };
   void Forward(const float* x, const float* w, const float* bias, float* y, Workspace* ws,
-               uint64_t weights_generation = 0) {
+               const ForwardIo& io = {}) {
+    ForwardWith(fwd, fwd_pd, x, w, bias, y, ws, io);
+  }
+  // The same through another forward primitive of the same tensors (e.g. one with post-ops).
+  void ForwardWith(const Fwd& primitive, const typename Fwd::primitive_desc& pd, const float* x,
+                   const float* w, const float* bias, float* y, Workspace* ws,
+                   const ForwardIo& io) {
     CREMA_ASSERT(supported, "oneDNN forward before a successful Prepare");
-    if (weights_generation == 0 || fwd_pd.weights_desc() == weights)
-      return DnnlWeightedForward(fwd, fwd_pd, *this, x, w, bias, y, ws);
-    DnnlWeightedLayout reordered = *this;
-    reordered.weights = fwd_pd.weights_desc();
-    DnnlWeightedForward(fwd, fwd_pd, reordered, x,
-                        weight_cache.Get(weights, reordered.weights, w, weights_generation), bias,
-                        y, ws);
+    DnnlWeightedLayout layout = *this;
+    if (io.src_block > 0) layout.src = DnnlChannelBlocked(src.dims(), io.src_block);
+    if (io.dst_block > 0) layout.dst = DnnlChannelBlocked(dst.dims(), io.dst_block);
+    if (io.weights_generation != 0 && pd.weights_desc() != weights) {
+      layout.weights = pd.weights_desc();
+      w = weight_cache.Get(weights, layout.weights, w, io.weights_generation);
+    }
+    DnnlWeightedForward(primitive, pd, layout, x, w, bias, y, ws);
   }
   void BackwardData(const float* dy, const float* w, float* dx, Workspace* ws) {
     CREMA_ASSERT(supported, "oneDNN backward before a successful Prepare");

@@ -219,6 +219,7 @@ void Net::Init(const NetParameter& in_param, const NetOptions& options) {
   debug_info_ = param.debug_info();
   fold_batch_norm_ = options.fold_batch_norm;
   fuse_relu_ = options.fuse_relu;
+  channel_blocked_ = options.channel_blocked;
   fuse_batch_norm_ = options.fuse_batch_norm;
   keep_blobs_ = options.keep_blobs;
   PlanFold();
@@ -521,13 +522,15 @@ double Net::ForwardFromTo(int start, int end) {
               relu >= 0 && relu <= end,
               relu >= 0 ? layers_[relu]->layer_param().relu_param().negative_slope() : 0.f);
     }
-    Layer* layer = folded_convs_[i] ? folded_convs_[i].get() : layers_[i].get();
+    Layer* layer = forward_layer(i);
     if (const int relu = fused_relu_of_[i]; relu >= 0)
       layer->set_fused_relu(relu <= end,
                             layers_[relu]->layer_param().relu_param().negative_slope());
     running_layer_ = i;
+    if (channel_blocked_active_) ChannelBlockedBefore(i, layer);
     AmpBefore(i, false);
     loss += layer->Forward(layer_bottoms_[i], layer_tops_[i]);
+    if (channel_blocked_active_) ChannelBlockedAfter(i);
     AmpAfter(i, false);
     if (debug_info_) ForwardDebugInfo(i);
     if (check_finite_) CheckFinite(i, true);
@@ -556,6 +559,7 @@ void Net::SetMemoryPlan(MemoryPlan mode, const std::vector<std::string>& keep_bl
   planned_data_.clear();
   planned_diff_.clear();
   memory_layout_.reset();
+  PlanChannelBlocked();
   if (had_plan)
     for (int i = 0; i < num_layers(); ++i) ReshapeLayer(i);
   memory_plan_ = mode;
@@ -601,6 +605,7 @@ void Net::ApplyMemoryPlan() {
       }
     }
   }
+  PlanChannelBlocked();
 }
 
 void Net::ShareActivationMemory(std::shared_ptr<SharedActivationMemory> memory) {

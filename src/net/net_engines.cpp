@@ -138,7 +138,7 @@ void Net::PrepareCpuEngines() {
   int from_cache = 0;
   for (int i = 0; i < num_layers(); ++i) {
     if (folded_into_[i] >= 0 || bottom_vecs_[i].empty()) continue;
-    Layer* layer = folded_convs_[i] ? folded_convs_[i].get() : layers_[i].get();
+    Layer* layer = forward_layer(i);
     CpuEngineChoice* choice = layer->cpu_engine_choice();
     if (choice == nullptr) continue;
     const std::vector<int> shape = bottom_vecs_[i][0]->shape();
@@ -167,8 +167,21 @@ void Net::PrepareCpuEngines() {
     }
     for (const Blob* t : layer_tops_[i]) {
       scratch.push_back(std::make_unique<Blob>(t->dtype()));
+      scratch.back()->set_channel_block_allowed(t->channel_block_allowed());
       top.push_back(scratch.back().get());
     }
+    // In the layouts the net will give the layer (net_layout.cpp): oneDNN's passes then read
+    // channel-blocked inputs where the net's would be (no reorder), crema's plain ones.
+    const auto set_layouts = [&] {
+      for (size_t j = 0; j < bottom.size(); ++j) {
+        const Blob& real = *bottom_vecs_[i][j];
+        bottom[j]->data()->set_channel_block(
+            real.channel_block_allowed() && ChannelBlockable(real.shape()) ? ChannelBlock() : 0);
+      }
+      if (layer->channel_blocking() == Layer::ChannelBlocking::kEngine &&
+          !layer->ReadsChannelBlocked(bottom, top))
+        for (Blob* b : bottom) b->data()->set_channel_block(0);
+    };
     // Backward accumulates into the parameter gradients: keep them aside.
     std::vector<std::unique_ptr<Blob>> diffs;
     if (backward)
@@ -177,6 +190,7 @@ void Net::PrepareCpuEngines() {
         diffs.back()->CopyFrom(*param, true);
       }
     for (int pass = 0; pass < 8; ++pass) {
+      set_layouts();
       layer->Forward(bottom, top);
       if (backward) layer->Backward(top, bottom_need_backward_[i], bottom);
       if (!choice->Racing("forward", shape) && !(backward && choice->Racing("backward", shape)))

@@ -205,8 +205,9 @@ TEST(FuseReLU, EveryProducerGivesIdenticalForwardAndBackwardOnGpu) {
   gpu::SetDeterministic(before);
 }
 
-// The oneDNN convolutions and inner products apply a fused ReLU too (crema's expression, after
-// oneDNN's result). Without oneDNN in the build this runs crema's kernels again.
+// The oneDNN convolutions apply a fused ReLU inside the convolution (a post-op giving crema's
+// values, signed zeros included), inner products after oneDNN's result. Without oneDNN in the build
+// this runs crema's kernels again.
 TEST(FuseReLU, EveryProducerGivesIdenticalResultsOnOneDnn) {
   const CpuEngine before = GetCpuEngine();
   SetCpuEngine(CpuEngine::kDnnl);

@@ -1,0 +1,123 @@
+// Channel-blocked layouts between the oneDNN layers of an inference net (NetOptions::
+// channel_blocked, src/net/README.md). oneDNN's convolutions work in a channel-blocked layout
+// (nChw16c with AVX-512, nChw8c with AVX2); with crema's plain NCHW blobs each oneDNN layer
+// reorders its input in and its output out. Here a planned blob that only layers able to take
+// the blocked layout read is written blocked by its oneDNN producer and read as it is by the
+// next one. Which layout a blob's memory holds is a tag on the memory (SyncedMemory::
+// channel_block), set by whoever writes it: the oneDNN layers for what they write; the net for
+// the tops of the other layers (pass-through layers compute elementwise, so blocked bottoms give
+// blocked tops; any other layer's are plain). Before a layer that cannot read a blocked bottom,
+// the net puts that bottom back to plain in place (what the layer's own reorder cost before).
+#include <atomic>
+
+#include "crema/net.hpp"
+#include "math/dnnl_engine.hpp"
+#include "net/memory_plan.hpp"
+
+namespace crema {
+namespace {
+
+std::atomic<bool> g_channel_blocked_default{true};
+
+bool SameMemory(const Blob& a, const Blob& b) { return a.data() && a.data() == b.data(); }
+
+bool SharesBottomMemory(const Blob& top, const BlobVec& bottom) {
+  for (const Blob* b : bottom)
+    if (SameMemory(top, *b)) return true;
+  return false;
+}
+
+}  // namespace
+
+void SetChannelBlockedDefault(bool blocked) { g_channel_blocked_default.store(blocked); }
+bool ChannelBlockedDefault() { return g_channel_blocked_default.load(); }
+
+void Net::SetChannelBlocked(bool blocked) {
+  channel_blocked_ = blocked;
+  // Blocked values left from earlier passes go back to plain at the next reader.
+  PlanChannelBlocked();
+  if (!channel_blocked_active_)
+    for (const BlobPtr& blob : blobs_)
+      if (blob->cpu_channel_block() > 0) {
+        ChannelBlockedToPlain(blob->shape(), blob->cpu_channel_block(),
+                              blob->mutable_cpu_data<float>(), workspace_.get());
+        blob->data()->set_channel_block(0);
+      }
+}
+
+void Net::PlanChannelBlocked() {
+  for (const BlobPtr& blob : blobs_) blob->set_channel_block_allowed(false);
+  channel_blocked_active_ = false;
+  if (!channel_blocked_ || !memory_layout_ || memory_plan_ != MemoryPlan::kInference ||
+      !device_.is_cpu() || amp_ != Amp::kOff || ChannelBlock() == 0)
+    return;
+  const int num_blobs = static_cast<int>(blobs_.size());
+  std::vector<char> allowed(num_blobs, 0);
+  for (int b = 0; b < num_blobs; ++b)
+    allowed[b] = memory_layout_->blobs[b].data_note.empty() &&
+                 blobs_[b]->dtype() == DataType::kFloat32 && ChannelBlockable(blobs_[b]->shape());
+  // A blob stays allowed while every layer reading it takes the blocked layout; a pass-through
+  // reader (and a layer folded into a convolution, whose top aliases its bottom) also needs its
+  // tops allowed, since it leaves them blocked.
+  for (bool changed = true; changed;) {
+    changed = false;
+    for (int l = 0; l < num_layers(); ++l) {
+      const Layer::ChannelBlocking use = folded_into_[l] >= 0 ? Layer::ChannelBlocking::kPassThrough
+                                                              : layers_[l]->channel_blocking();
+      bool tops_allowed = true;
+      for (int t : top_id_vecs_[l]) tops_allowed = tops_allowed && allowed[t];
+      const bool takes = use == Layer::ChannelBlocking::kEngine ||
+                         (use == Layer::ChannelBlocking::kPassThrough && tops_allowed);
+      for (int b : bottom_id_vecs_[l])
+        if (allowed[b] && !takes) {
+          allowed[b] = 0;
+          changed = true;
+        }
+    }
+  }
+  for (int b = 0; b < num_blobs; ++b) {
+    blobs_[b]->set_channel_block_allowed(allowed[b] != 0);
+    channel_blocked_active_ = channel_blocked_active_ || allowed[b];
+  }
+}
+
+void Net::ChannelBlockedBefore(int layer_id, Layer* layer) {
+  const BlobVec& bottom = layer_bottoms_[layer_id];
+  const BlobVec& top = layer_tops_[layer_id];
+  const Layer::ChannelBlocking use = layer->channel_blocking();
+  int block = 0;
+  bool all_blocked = !bottom.empty();
+  for (const Blob* b : bottom) {
+    const int k = b->cpu_channel_block();
+    all_blocked = all_blocked && k > 0 && (block == 0 || k == block);
+    if (k > 0) block = k;
+  }
+  bool reads_blocked = false;
+  if (use == Layer::ChannelBlocking::kPassThrough) {
+    reads_blocked = all_blocked;
+    for (const Blob* t : top)
+      reads_blocked = reads_blocked && (t->channel_block_allowed() || SameMemory(*t, *bottom[0]));
+  } else if (use == Layer::ChannelBlocking::kEngine && block > 0) {
+    reads_blocked = layer->ReadsChannelBlocked(bottom, top);
+  }
+  if (!reads_blocked)
+    for (Blob* b : bottom)
+      if (const int k = b->cpu_channel_block(); k > 0) {
+        ChannelBlockedToPlain(b->shape(), k, b->mutable_cpu_data<float>(), workspace_.get());
+        b->data()->set_channel_block(0);
+      }
+  // Tops with memory apart from the bottoms' are plain until written otherwise: the oneDNN layers
+  // tag what they write blocked, and ChannelBlockedAfter tags a pass-through layer's tops.
+  channel_block_written_ = use == Layer::ChannelBlocking::kPassThrough && reads_blocked ? block : 0;
+  for (Blob* t : top)
+    if (!SharesBottomMemory(*t, bottom) && t->data()) t->data()->set_channel_block(0);
+}
+
+void Net::ChannelBlockedAfter(int layer_id) {
+  if (channel_block_written_ == 0) return;
+  const BlobVec& bottom = layer_bottoms_[layer_id];
+  for (Blob* t : layer_tops_[layer_id])
+    if (!SharesBottomMemory(*t, bottom)) t->data()->set_channel_block(channel_block_written_);
+}
+
+}  // namespace crema

@@ -1,0 +1,252 @@
+// Channel-blocked layouts between oneDNN layers (NetOptions::channel_blocked, net_layout.cpp):
+// with oneDNN running every convolution and pooling, an inference net gives the same bits with
+// blocked layouts as without (the reorders it saves are exact copies), on the zoo's deploy nets
+// and on a net with every kind of reader (pass-through, oneDNN, plain-only, kept blobs); outputs
+// and kept blobs are always plain; the automatic engine choice runs on blocked data too.
+#include <google/protobuf/text_format.h>
+#include <gtest/gtest.h>
+
+#include <cctype>
+#include <cstdlib>
+
+#include "crema/net.hpp"
+#include "crema/proto_io.hpp"
+#include "math/dnnl_engine.hpp"
+#include "support/gradient_checker.hpp"
+#include "support/net_checks.hpp"
+
+namespace crema {
+namespace {
+
+// The process-wide CPU engine policy for a scope.
+class ScopedCpuEngine {
+ public:
+  explicit ScopedCpuEngine(CpuEngine engine) : before_(GetCpuEngine()) { SetCpuEngine(engine); }
+  ~ScopedCpuEngine() { SetCpuEngine(before_); }
+  ScopedCpuEngine(const ScopedCpuEngine&) = delete;
+  ScopedCpuEngine& operator=(const ScopedCpuEngine&) = delete;
+
+ private:
+  CpuEngine before_;
+};
+
+std::unique_ptr<Net> Build(const NetParameter& param, bool blocked, bool fold_bn,
+                           const std::vector<std::string>& keep = {}) {
+  NetOptions options;
+  options.override_state = true;
+  options.state.set_phase(TEST);
+  options.verbose = false;
+  options.memory_plan = MemoryPlan::kInference;
+  options.keep_blobs = keep;
+  options.fold_batch_norm = fold_bn;
+  options.channel_blocked = blocked;
+  return std::make_unique<Net>(param, options);
+}
+
+void RandomWeights(Net* net) {
+  for (size_t j = 0; j < net->learnable_params().size(); ++j)
+    testing::FillUniform(net->learnable_params()[j], -0.5, 0.5, 100 + static_cast<uint32_t>(j));
+  for (const auto& layer : net->layers())
+    if (std::string(layer->type()) == "BatchNorm") {
+      testing::FillUniform(layer->blobs()[1].get(), 0.5, 2.0, 7);  // variances
+      layer->blobs()[2]->mutable_cpu_data<float>()[0] = 1.0f;      // moving-average factor
+    }
+}
+
+int AllowedBlobs(const Net& net) {
+  int allowed = 0;
+  for (const BlobPtr& blob : net.blobs()) allowed += blob->channel_block_allowed();
+  return allowed;
+}
+
+// Builds `param` blocked and plain with the same weights, runs both twice at batch `batch` on the
+// same inputs and expects the same bits in every output (and in `keep`).
+void ExpectBlockedEqualsPlain(const NetParameter& param, bool fold_bn, int batch,
+                              const std::vector<std::string>& keep = {}) {
+  auto plain = Build(param, false, fold_bn, keep);
+  auto blocked = Build(param, true, fold_bn, keep);
+  EXPECT_EQ(AllowedBlobs(*plain), 0);
+  if (ChannelBlock() > 0) EXPECT_GT(AllowedBlobs(*blocked), 0);
+  RandomWeights(plain.get());
+  blocked->ShareTrainedLayersWith(*plain);
+  for (Net* net : {plain.get(), blocked.get()}) {
+    for (Blob* input : net->input_blobs()) {
+      std::vector<int> shape = input->shape();
+      shape[0] = batch;
+      input->Reshape(shape);
+    }
+    net->Reshape();
+  }
+  for (int pass = 0; pass < 2; ++pass) {
+    for (Net* net : {plain.get(), blocked.get()}) {
+      for (size_t i = 0; i < net->input_blobs().size(); ++i)
+        testing::FillUniform(net->input_blobs()[i], -1, 1, 17 + pass + static_cast<uint32_t>(i));
+      net->Forward();
+    }
+    // Something stayed blocked between layers (the last writer of each planned buffer decides
+    // what it holds now).
+    int blocked_now = 0;
+    for (const BlobPtr& blob : blocked->blobs()) blocked_now += blob->cpu_channel_block() > 0;
+    if (ChannelBlock() > 0 && GetCpuEngine() == CpuEngine::kDnnl) EXPECT_GT(blocked_now, 0);
+    for (size_t i = 0; i < blocked->output_blobs().size(); ++i) {
+      const Blob& out = *blocked->output_blobs()[i];
+      EXPECT_EQ(out.cpu_channel_block(), 0);
+      EXPECT_TRUE(testing::SameBits(*plain->output_blobs()[i], out, false))
+          << "output " << i << ", pass " << pass;
+    }
+    for (const std::string& name : keep) {
+      EXPECT_EQ(blocked->blob_by_name(name)->cpu_channel_block(), 0) << name;
+      EXPECT_TRUE(
+          testing::SameBits(*plain->blob_by_name(name), *blocked->blob_by_name(name), false))
+          << name << ", pass " << pass;
+    }
+  }
+}
+
+NetParameter Parse(const std::string& text) {
+  NetParameter param;
+  EXPECT_TRUE(google::protobuf::TextFormat::ParseFromString(text, &param));
+  return param;
+}
+
+// oneDNN convolutions and pooling (blocked), pass-through readers (ReLU, Split, Eltwise, Concat
+// on channels, Dropout), a reader of plain data only (Scale, LRN, Concat on another axis), a
+// kept blob inside a blocked chain, and a fused ReLU inside a convolution.
+const char* kEveryReader = R"(
+  layer { name: "data" type: "Input" top: "data"
+          input_param { shape { dim: 2 dim: 3 dim: 19 dim: 17 } } }
+  layer { name: "conv1" type: "Convolution" bottom: "data" top: "conv1"
+          convolution_param { num_output: 32 kernel_size: 3 pad: 1 } }
+  layer { name: "relu1" type: "ReLU" bottom: "conv1" top: "conv1" }
+  layer { name: "pool1" type: "Pooling" bottom: "conv1" top: "pool1"
+          pooling_param { pool: MAX kernel_size: 3 stride: 2 } }
+  layer { name: "a" type: "Convolution" bottom: "pool1" top: "a"
+          convolution_param { num_output: 32 kernel_size: 1 } }
+  layer { name: "b" type: "Convolution" bottom: "pool1" top: "b"
+          convolution_param { num_output: 32 kernel_size: 3 pad: 1 } }
+  layer { name: "sum" type: "Eltwise" bottom: "a" bottom: "b" top: "sum" }
+  layer { name: "relu2" type: "ReLU" bottom: "sum" top: "sum" }
+  layer { name: "c" type: "Convolution" bottom: "sum" top: "c"
+          convolution_param { num_output: 16 kernel_size: 3 pad: 1 group: 2 } }
+  layer { name: "kept" type: "Convolution" bottom: "sum" top: "kept"
+          convolution_param { num_output: 16 kernel_size: 1 bias_term: false } }
+  layer { name: "cat" type: "Concat" bottom: "c" bottom: "kept" bottom: "sum" top: "cat" }
+  layer { name: "drop" type: "Dropout" bottom: "cat" top: "drop" }
+  layer { name: "d" type: "Convolution" bottom: "drop" top: "d"
+          convolution_param { num_output: 16 kernel_size: 3 stride: 2 } }
+  layer { name: "scale" type: "Scale" bottom: "d" top: "d" scale_param { bias_term: true } }
+  layer { name: "e" type: "Convolution" bottom: "d" top: "e"
+          convolution_param { num_output: 16 kernel_size: 1 } }
+  layer { name: "lrn" type: "LRN" bottom: "e" top: "lrn" }
+  layer { name: "f" type: "Convolution" bottom: "e" top: "f"
+          convolution_param { num_output: 16 kernel_size: 1 } }
+  layer { name: "wide" type: "Concat" bottom: "f" bottom: "e" top: "wide"
+          concat_param { axis: 3 } }
+  layer { name: "pool2" type: "Pooling" bottom: "f" top: "pool2"
+          pooling_param { pool: AVE global_pooling: true } }
+  layer { name: "fc" type: "InnerProduct" bottom: "pool2" top: "fc"
+          inner_product_param { num_output: 5 } }
+)";
+
+TEST(ChannelBlocked, EveryKindOfReaderGivesThePlainBits) {
+  ScopedCpuEngine dnnl(CpuEngine::kDnnl);
+  ExpectBlockedEqualsPlain(Parse(kEveryReader), false, 2, {"kept"});
+}
+
+// Which blobs may be blocked: those that only layers taking the blocked layout read; not inputs,
+// outputs, kept blobs, or blobs with channels that are no multiple of the block.
+TEST(ChannelBlocked, AllowsOnlyBlobsEveryReaderTakes) {
+  if (ChannelBlock() == 0) GTEST_SKIP() << "no oneDNN or no AVX2 here: nothing is blocked";
+  auto net = Build(Parse(kEveryReader), true, false, {"kept"});
+  const auto allowed = [&](const std::string& name) {
+    return net->blob_by_name(name)->channel_block_allowed();
+  };
+  for (const char* name : {"conv1", "pool1", "a", "b", "sum", "c", "cat", "drop"})
+    EXPECT_TRUE(allowed(name)) << name;
+  // data: input; kept: kept; d: read by Scale; e: read by LRN; f: read by the Concat on axis 3;
+  // the outputs; pool2: one position.
+  for (const char* name : {"data", "kept", "d", "e", "f", "lrn", "wide", "pool2", "fc"})
+    EXPECT_FALSE(allowed(name)) << name;
+  // The blocked tags after a pass: the last writer of the planned memory decides, so only
+  // check that the outputs are plain and something was blocked on the way.
+  RandomWeights(net.get());
+  testing::FillUniform(net->input_blobs()[0], -1, 1);
+  net->Forward();
+  for (const Blob* out : net->output_blobs()) EXPECT_EQ(out->cpu_channel_block(), 0);
+  // Turning it off puts what is still blocked back to plain.
+  net->SetChannelBlocked(false);
+  for (const BlobPtr& blob : net->blobs()) EXPECT_EQ(blob->cpu_channel_block(), 0);
+  EXPECT_EQ(AllowedBlobs(*net), 0);
+}
+
+// Nothing is blocked with crema's kernels, or without a memory plan.
+TEST(ChannelBlocked, NeedsOneDnnAndAnInferencePlan) {
+  {
+    ScopedCpuEngine caffe(CpuEngine::kCaffe);
+    auto net = Build(Parse(kEveryReader), true, false);
+    RandomWeights(net.get());
+    net->Forward();
+    for (const BlobPtr& blob : net->blobs()) EXPECT_EQ(blob->cpu_channel_block(), 0);
+  }
+  NetOptions options;
+  options.verbose = false;
+  options.channel_blocked = true;
+  Net unplanned(Parse(kEveryReader), options);
+  EXPECT_EQ(AllowedBlobs(unplanned), 0);
+}
+
+// The automatic choice races oneDNN on blocked inputs where the net gives them (its scratch
+// blobs carry the layouts), and crema's kernels on plain ones; the result matches crema's
+// kernels within float rounding.
+TEST(ChannelBlocked, AutomaticEngineChoiceOnBlockedData) {
+  setenv("CREMA_CPU_ENGINE_CACHE", "off", 1);
+  const NetParameter param = Parse(kEveryReader);
+  std::unique_ptr<Net> reference;
+  {
+    ScopedCpuEngine caffe(CpuEngine::kCaffe);
+    reference = Build(param, false, false);
+  }
+  ScopedCpuEngine autochoice(CpuEngine::kAuto);
+  auto net = Build(param, true, false);
+  RandomWeights(reference.get());
+  net->ShareTrainedLayersWith(*reference);
+  testing::FillUniform(reference->input_blobs()[0], -1, 1, 5);
+  net->input_blobs()[0]->CopyFrom(*reference->input_blobs()[0]);
+  {
+    ScopedCpuEngine caffe(CpuEngine::kCaffe);
+    reference->Forward();
+  }
+  net->PrepareCpuEngines();
+  for (int pass = 0; pass < 3; ++pass) net->Forward();
+  const Blob& got = *net->output_blobs()[0];
+  const Blob& want = *reference->output_blobs()[0];
+  ASSERT_EQ(got.count(), want.count());
+  for (int64_t i = 0; i < got.count(); ++i)
+    EXPECT_NEAR(got.cpu_data<float>()[i], want.cpu_data<float>()[i],
+                1e-4 * (1 + std::abs(want.cpu_data<float>()[i])))
+        << i;
+}
+
+class ZooDeploy : public ::testing::TestWithParam<std::string> {};
+
+TEST_P(ZooDeploy, BlockedOutputsEqualPlain) {
+  ScopedCpuEngine dnnl(CpuEngine::kDnnl);
+  NetParameter param;
+  ReadNetParamsFromTextFile(std::string(CREMA_SOURCE_DIR) + "/models/" + GetParam(), &param);
+  ExpectBlockedEqualsPlain(param, true, 1);
+}
+
+INSTANTIATE_TEST_SUITE_P(Models, ZooDeploy,
+                         ::testing::Values("resnet50/deploy.prototxt",
+                                           "mobilenet_v1/deploy.prototxt",
+                                           "bvlc_googlenet/deploy.prototxt",
+                                           "squeezenet_v1.1/deploy.prototxt"),
+                         [](const ::testing::TestParamInfo<std::string>& info) {
+                           std::string name = info.param.substr(0, info.param.find('/'));
+                           for (char& c : name)
+                             if (!std::isalnum(static_cast<unsigned char>(c))) c = '_';
+                           return name;
+                         });
+
+}  // namespace
+}  // namespace crema
