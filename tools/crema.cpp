@@ -40,6 +40,11 @@ DEFINE_bool(fuse_batch_norm, true,
             "GPU the three run as one pass forward and two backward (every value the same). "
             "--fuse-batch-norm=false runs them as layers of their own.");
 
+DEFINE_bool(fuse_sum, true,
+            "Inference on the CPU with oneDNN: a residual Eltwise SUM (ResNet's shortcut) is "
+            "added inside the convolution that produced its other input, with the Eltwise's ReLU "
+            "(one pass over memory less; every value the same). --fuse-sum=false runs it as a "
+            "layer of its own.");
 DEFINE_bool(channel_blocked, true,
             "Inference on the CPU with oneDNN (test, time --phase TEST, forward, classify, "
             "detect): activations between oneDNN layers (convolutions, pooling) and the "
@@ -52,7 +57,8 @@ namespace crema::cli {
 
 const std::set<std::string>& GlobalFlags() {
   static const std::set<std::string> flags = {"plugin",    "forbid_path_escape", "cpu_engine",
-                                              "fuse_relu", "fuse_batch_norm",    "channel_blocked"};
+                                              "fuse_relu", "fuse_batch_norm",    "channel_blocked",
+                                              "fuse_sum"};
   return flags;
 }
 
@@ -294,6 +300,7 @@ int main(int argc, char** argv) {
     crema::SetFuseReLUDefault(FLAGS_fuse_relu);
     crema::SetFuseBatchNormDefault(FLAGS_fuse_batch_norm);
     crema::SetChannelBlockedDefault(FLAGS_channel_blocked);
+    crema::SetFuseSumDefault(FLAGS_fuse_sum);
     crema::SetAmpDefault(AmpFromFlag());
     ApplyCpuEngineFlag();
     LoadPlugins();

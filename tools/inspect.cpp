@@ -150,6 +150,10 @@ int RunInspect(const std::vector<std::string>& args) {
     PrintLayerMap(*net, net->relu_fused_into(), "ReLUs fused into their producers (--fuse-relu)");
     PrintLayerMap(*net, net->fused_into_batch_norm(),
                   "Scales and ReLUs in BatchNorm groups (--fuse-batch-norm)");
+    net->SetMemoryPlan(MemoryPlan::kInference, {});
+    PrintLayerMap(*net, net->sum_fused_into(),
+                  "Eltwise SUMs computed in their convolution on the CPU (--fuse-sum)");
+    net->SetMemoryPlan(MemoryPlan::kOff, {});
     PrintMemoryPlan(*net, MemoryPlan::kInference);
     net->SetFoldBatchNorm(false);
     PrintMemoryPlan(*net, MemoryPlan::kTraining);

@@ -70,6 +70,9 @@ class Layer {
   virtual bool HasGradient() const { return true; }
   // Whether a top may be the same blob as its bottom.
   virtual bool AllowsInPlace() const { return false; }
+  // With more than one bottom: whether Forward may write its only top over its first bottom's
+  // memory (elementwise; the inference memory plan then runs it so where legal).
+  virtual bool AllowsInPlaceOnFirstBottom() const { return false; }
   // Whether ForwardGpu/BackwardGpu are real kernels (otherwise they run the CPU code).
   virtual bool HasGpuKernels() const { return false; }
   // Whether ForwardGpu/BackwardGpu may be captured into a CUDA graph and replayed

@@ -59,6 +59,9 @@ bool FuseReLUDefault();
 // The default of NetOptions::fuse_batch_norm for nets built afterwards (process-wide).
 void SetFuseBatchNormDefault(bool fuse);
 bool FuseBatchNormDefault();
+// The default of NetOptions::fuse_sum for nets built afterwards (process-wide).
+void SetFuseSumDefault(bool fuse);
+bool FuseSumDefault();
 // The default of NetOptions::channel_blocked for nets built afterwards (process-wide).
 void SetChannelBlockedDefault(bool blocked);
 bool ChannelBlockedDefault();
@@ -106,6 +109,13 @@ struct NetOptions {
   // plain. The default is true, or what SetChannelBlockedDefault set (the CLI's
   // --channel-blocked).
   bool channel_blocked = ChannelBlockedDefault();
+  // CPU nets under an inference plan, with oneDNN: a residual Eltwise SUM (coefficients 1, two
+  // bottoms, run in place over the first) whose second bottom only a Convolution's output feeds
+  // is computed inside that convolution (oneDNN's sum post-op, then the Eltwise's fused ReLU),
+  // into the Eltwise's top; the Eltwise is skipped and the convolution's own top not written.
+  // Outputs as unfused, bit for bit. The default is true, or what SetFuseSumDefault set (the
+  // CLI's --fuse-sum).
+  bool fuse_sum = FuseSumDefault();
   // Mixed precision: see Amp above. CUDA graphs stay off for such nets.
   Amp amp = AmpDefault();
 };
@@ -212,6 +222,11 @@ class Net {
   bool fuse_batch_norm() const { return fuse_batch_norm_; }
   // Per layer: for the Scale and ReLU of a BatchNorm group, the BatchNorm's index, else -1.
   const std::vector<int>& fused_into_batch_norm() const { return fused_into_batch_norm_; }
+  // Eltwise SUM fusion into convolutions, or not (NetOptions::fuse_sum); per layer: for a fused
+  // Eltwise, the index of the Convolution that computes it, else -1.
+  void SetFuseSum(bool fuse);
+  bool fuse_sum() const { return fuse_sum_; }
+  const std::vector<int>& sum_fused_into() const { return sum_fused_into_; }
   // Channel-blocked layouts between oneDNN layers, or not (NetOptions::channel_blocked).
   void SetChannelBlocked(bool blocked);
   bool channel_blocked() const { return channel_blocked_; }
@@ -326,6 +341,12 @@ class Net {
   void PlanChannelBlocked();
   void ChannelBlockedBefore(int layer_id, Layer* layer);
   void ChannelBlockedAfter(int layer_id);
+  // Finds the Eltwise SUMs to fuse into convolutions (after the memory plan and PlanFuseReLU),
+  // and around the Forward of such a convolution: asks it to (or not), and records whether it
+  // did (net_fuse.cpp).
+  void PlanFuseSum();
+  void PrepareFusedSum(int conv_id, int end, Layer* layer);
+  void AfterFusedSum(int conv_id, Layer* layer);
   // Finds the BatchNorm groups (after PlanFuseReLU: a group takes the ReLU fused into its Scale).
   void PlanBatchNormGroups();
   // When layer i is the last of a GPU BatchNorm group whose Forward ran fused and the whole group
@@ -419,6 +440,11 @@ class Net {
   std::vector<int> fused_relu_of_;
   bool fuse_batch_norm_ = true;
   bool channel_blocked_ = true;
+  bool fuse_sum_ = true;
+  // Per Eltwise layer: the Convolution computing it (else -1), and whether it did in this pass;
+  // per Convolution: the Eltwise it computes, else -1.
+  std::vector<int> sum_fused_into_, fused_sum_of_;
+  std::vector<char> sum_ran_fused_;
   // Whether any blob may be channel-blocked now.
   bool channel_blocked_active_ = false;
   // The channel block a pass-through layer's tops get from the Forward running (0: plain).

@@ -108,17 +108,36 @@ CpuEngine ConvolutionLayer::DnnlPolicy(const Blob& bottom, const Blob& top) {
   return dnnl_->Prepare(geometry) ? policy : CpuEngine::kCaffe;
 }
 
-bool ConvolutionLayer::ReadsChannelBlocked(const BlobVec& bottom, const BlobVec& top) {
+bool ConvolutionLayer::NextForwardRunsDnnl(const BlobVec& bottom, const BlobVec& top) {
   // (A top not shaped yet: before the first Forward, which runs crema's kernels first.)
-  return bottom.size() == 1 && top[0]->num_axes() == bottom[0]->num_axes() &&
+  return top[0]->num_axes() == bottom[0]->num_axes() &&
          cpu_engine_choice_.NextRunsDnnl(DnnlPolicy(*bottom[0], *top[0]), "forward",
                                          bottom[0]->shape());
+}
+
+bool ConvolutionLayer::ReadsChannelBlocked(const BlobVec& bottom, const BlobVec& top) {
+  return bottom.size() == 1 && NextForwardRunsDnnl(bottom, top);
 }
 
 void ConvolutionLayer::ForwardDnnl(const BlobVec& bottom, const BlobVec& top) {
   const float* weight = blobs_[0]->cpu_data<float>();
   const float* bias = bias_term_ ? blobs_[1]->cpu_data<float>() : nullptr;
   const float relu_slope = fused_relu_slope();
+  if (fused_sum_ != nullptr) {
+    // target += conv (+ ReLU), in the target's layout; top stays unwritten.
+    CREMA_ASSERT(bottom.size() == 1 && fused_sum_->shape() == top[0]->shape(),
+                 "fused sum into a blob of another shape");
+    DnnlConvolution::Io io;
+    io.weights_generation = forward_only() ? blobs_[0]->data_generation() : 0;
+    io.src_block = bottom[0]->cpu_channel_block();
+    io.dst_block = fused_sum_->cpu_channel_block();
+    io.sum = true;
+    if (fused_sum_relu_) io.relu = &fused_sum_slope_;
+    dnnl_->Forward(bottom[0]->cpu_data<float>(), weight, bias,
+                   fused_sum_->mutable_cpu_data<float>(), &workspace(), io);
+    fused_sum_ran_ = true;
+    return;
+  }
   for (size_t i = 0; i < bottom.size(); ++i) {
     DnnlConvolution::Io io;
     io.weights_generation = forward_only() ? blobs_[0]->data_generation() : 0;
@@ -151,8 +170,10 @@ void ConvolutionLayer::BackwardDnnl(const BlobVec& top, const std::vector<bool>&
 // ---- end oneDNN CPU engine ----
 
 void ConvolutionLayer::ForwardCpu(const BlobVec& bottom, const BlobVec& top) {
+  fused_sum_ran_ = false;
   const auto crema = [&] {
-    CREMA_ASSERT(bottom[0]->cpu_channel_block() == 0, "channel-blocked input for crema's kernels");
+    CREMA_ASSERT(bottom[0]->cpu_channel_block() == 0 && fused_sum_ == nullptr,
+                 "channel-blocked input or a fused sum for crema's kernels");
     CREMA_DISPATCH_FLOAT(dtype(), T, ForwardT<T>(bottom, top));
   };
   cpu_engine_choice_.Run(DnnlPolicy(*bottom[0], *top[0]), name(), "forward", bottom[0]->shape(),

@@ -25,6 +25,18 @@ class ConvolutionLayer : public BaseConvolutionLayer {
   bool SupportsFusedReLU() const override { return true; }
   ChannelBlocking channel_blocking() const override { return ChannelBlocking::kEngine; }
   bool ReadsChannelBlocked(const BlobVec& bottom, const BlobVec& top) override;
+  // Whether the next Forward on these blobs runs oneDNN (the policy, or a decided race).
+  bool NextForwardRunsDnnl(const BlobVec& bottom, const BlobVec& top);
+  // Eltwise SUM fusion (src/net/README.md): with a `target`, the next Forward, which must run
+  // oneDNN, computes target = target + conv (then the ReLU with `relu_slope` when non-null) in
+  // the convolution's post-ops, in target's layout, and leaves top unwritten; null: a plain
+  // Forward. fused_sum_ran(): whether the last Forward did so.
+  void set_fused_sum(Blob* target, const float* relu_slope = nullptr) {
+    fused_sum_ = target;
+    fused_sum_relu_ = relu_slope != nullptr;
+    fused_sum_slope_ = relu_slope != nullptr ? *relu_slope : 0.f;
+  }
+  bool fused_sum_ran() const { return fused_sum_ran_; }
   // The CPU engine of the last CPU pass: "crema", "oneDNN", or "" before the first.
   const char* cpu_engine() const { return cpu_engine_choice_.last(); }
   CpuEngineChoice* cpu_engine_choice() override { return &cpu_engine_choice_; }
@@ -57,6 +69,9 @@ class ConvolutionLayer : public BaseConvolutionLayer {
                     const BlobVec& bottom);
   std::shared_ptr<DnnlConvolution> dnnl_;
   CpuEngineChoice cpu_engine_choice_;
+  Blob* fused_sum_ = nullptr;
+  bool fused_sum_relu_ = false, fused_sum_ran_ = false;
+  float fused_sum_slope_ = 0;
   // ---- end oneDNN CPU engine ----
 
 #ifdef CREMA_WITH_CUDA

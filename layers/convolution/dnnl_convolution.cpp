@@ -2,6 +2,8 @@
 
 #include <glog/logging.h>
 
+#include <map>
+#include <tuple>
 #include <unordered_map>
 
 #include "core/workspace.hpp"
@@ -34,14 +36,15 @@ struct DnnlConvolution::Impl
   DnnlConvGeometry geometry;
   memory::dims strides, dilates, pad_l, pad_r;
   std::unique_ptr<dnnl::convolution_forward::desc> fwd_desc;
-  // The forward primitive with a ReLU post-op, for `relu_slope` (made at the first call).
-  bool relu_ready = false;
-  float relu_slope = 0;
-  dnnl::convolution_forward::primitive_desc fwd_relu_pd;
-  dnnl::convolution_forward fwd_relu;
+  // Forward primitives with post-ops, by (sum, ReLU, slope), made at their first call.
+  struct PostOps {
+    dnnl::convolution_forward::primitive_desc pd;
+    dnnl::convolution_forward primitive;
+  };
+  std::map<std::tuple<bool, bool, float>, PostOps> post_ops;
 
   void Create(const DnnlConvGeometry& g);
-  void CreateReLU(float slope);
+  PostOps& WithPostOps(bool sum, const float* relu);
   void CreateBackward() override;
 };
 
@@ -74,19 +77,26 @@ void DnnlConvolution::Impl::Create(const DnnlConvGeometry& g) {
   fwd = dnnl::convolution_forward(fwd_pd);
 }
 
-// ReLU(conv) as crema's ReLU computes it (math/activation.hpp: max(x, 0) + slope * min(x, 0)):
-// oneDNN's ReLU gives x * slope below zero, which is -0 for slope 0 where crema's gives +0; the
-// linear post-op after it (1 * y + 0) makes that +0 and changes nothing else. NaN stays NaN.
-void DnnlConvolution::Impl::CreateReLU(float slope) {
+// The sum post-op adds y's old value to the convolution's (with scale 1, as crema's Eltwise SUM of
+// ones: float addition either way round gives the same bits). ReLU as crema's ReLU computes it
+// (math/activation.hpp: max(x, 0) + slope * min(x, 0)): oneDNN's ReLU gives x * slope below zero,
+// which is -0 for slope 0 where crema's gives +0; the linear post-op after it (1 * y + 0) makes
+// that +0 and changes nothing else. NaN stays NaN.
+DnnlConvolution::Impl::PostOps& DnnlConvolution::Impl::WithPostOps(bool sum, const float* relu) {
+  const auto key = std::make_tuple(sum, relu != nullptr, relu != nullptr ? *relu : 0.f);
+  if (const auto it = post_ops.find(key); it != post_ops.end()) return it->second;
   dnnl::post_ops ops;
-  ops.append_eltwise(1.f, dnnl::algorithm::eltwise_relu, slope, 0.f);
-  ops.append_eltwise(1.f, dnnl::algorithm::eltwise_linear, 1.f, 0.f);
+  if (sum) ops.append_sum(1.f);
+  if (relu != nullptr) {
+    ops.append_eltwise(1.f, dnnl::algorithm::eltwise_relu, *relu, 0.f);
+    ops.append_eltwise(1.f, dnnl::algorithm::eltwise_linear, 1.f, 0.f);
+  }
   dnnl::primitive_attr attr = DnnlUserScratchpad();
   attr.set_post_ops(ops);
-  fwd_relu_pd = dnnl::convolution_forward::primitive_desc(*fwd_desc, attr, DnnlEngine());
-  fwd_relu = dnnl::convolution_forward(fwd_relu_pd);
-  relu_ready = true;
-  relu_slope = slope;
+  PostOps& made = post_ops[key];
+  made.pd = dnnl::convolution_forward::primitive_desc(*fwd_desc, attr, DnnlEngine());
+  made.primitive = dnnl::convolution_forward(made.pd);
+  return made;
 }
 
 void DnnlConvolution::Impl::CreateBackward() {
@@ -116,7 +126,7 @@ bool DnnlConvolution::Prepare(const DnnlConvGeometry& geometry) {
   impl.prepared = true;
   impl.supported = false;
   impl.backward_ready = false;
-  impl.relu_ready = false;
+  impl.post_ops.clear();
   try {
     impl.Create(geometry);
     impl.supported = true;
@@ -132,10 +142,10 @@ bool DnnlConvolution::Prepare(const DnnlConvGeometry& geometry) {
 void DnnlConvolution::Forward(const float* x, const float* w, const float* bias, float* y,
                               Workspace* ws, const Io& io) {
   Impl& impl = *impl_;
-  const Impl::ForwardIo forward_io{io.weights_generation, io.src_block, io.dst_block};
-  if (io.relu == nullptr) return impl.Forward(x, w, bias, y, ws, forward_io);
-  if (!impl.relu_ready || impl.relu_slope != *io.relu) impl.CreateReLU(*io.relu);
-  impl.ForwardWith(impl.fwd_relu, impl.fwd_relu_pd, x, w, bias, y, ws, forward_io);
+  const Impl::ForwardIo forward_io{io.weights_generation, io.src_block, io.dst_block, io.sum};
+  if (!io.sum && io.relu == nullptr) return impl.Forward(x, w, bias, y, ws, forward_io);
+  Impl::PostOps& with = impl.WithPostOps(io.sum, io.relu);
+  impl.ForwardWith(with.primitive, with.pd, x, w, bias, y, ws, forward_io);
 }
 
 void DnnlConvolution::BackwardData(const float* dy, const float* w, float* dx, Workspace* ws) {

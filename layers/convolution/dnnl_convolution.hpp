@@ -46,10 +46,12 @@ class DnnlConvolution {
   // How a forward pass reads and writes: with `weights_generation` (not 0: the weights blob's
   // data_generation()), w in oneDNN's layout is kept for the next calls with the same weights;
   // `src_block` / `dst_block` > 0: x / y are channel-blocked by that (math/dnnl_engine.hpp);
-  // `relu`: y = ReLU(conv) with that negative slope, inside the convolution (a post-op).
+  // `sum`: y += conv (y's value read in the convolution, a post-op) instead of y = conv;
+  // `relu`: then y = ReLU(y) with that negative slope, inside the convolution (a post-op).
   struct Io {
     uint64_t weights_generation = 0;
     int src_block = 0, dst_block = 0;
+    bool sum = false;
     const float* relu = nullptr;
   };
   // y = conv(x, w) (+ bias per output channel when the geometry has one).

@@ -23,16 +23,6 @@ namespace {
 using testing::FillGaussian;
 using testing::ParseLayerParam;
 
-// Sets the process-wide CPU engine policy for one scope.
-class ScopedCpuEngine {
- public:
-  explicit ScopedCpuEngine(CpuEngine engine) : saved_(GetCpuEngine()) { SetCpuEngine(engine); }
-  ~ScopedCpuEngine() { SetCpuEngine(saved_); }
-
- private:
-  CpuEngine saved_;
-};
-
 struct ConvCase {
   const char* name;
   std::string param;  // the body of convolution_param, fillers added

@@ -33,6 +33,11 @@ void EltwiseLayer::Reshape(const BlobVec& bottom, const BlobVec& top) {
   if (op_ == EltwiseParameter::MAX) max_idx_.resize(bottom[0]->count());
 }
 
+bool EltwiseLayer::AllowsInPlaceOnFirstBottom() const {
+  return op_ == EltwiseParameter::SUM &&
+         std::all_of(coeffs_.begin(), coeffs_.end(), [](double c) { return c == 1.0; });
+}
+
 template <typename T>
 void EltwiseLayer::Forward(const BlobVec& bottom, Blob* top) {
   const int64_t count = top->count();

@@ -19,6 +19,8 @@ class EltwiseLayer final : public Layer {
   const char* type() const override { return "Eltwise"; }
   bool SupportsFusedReLU() const override { return true; }
   ChannelBlocking channel_blocking() const override { return ChannelBlocking::kPassThrough; }
+  // SUM of ones reads each element of every bottom before writing it (CPU and GPU).
+  bool AllowsInPlaceOnFirstBottom() const override;
   void LayerSetUp(const BlobVec& bottom, const BlobVec& top) override;
   void Reshape(const BlobVec& bottom, const BlobVec& top) override;
   int MinBottomBlobs() const override { return 2; }

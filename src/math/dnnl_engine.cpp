@@ -279,7 +279,7 @@ void DnnlExecute(const dnnl::primitive& primitive, const memory::desc& scratchpa
     users[i] =
         memory(op.user, engine, plain_pieces[i] >= 0 ? scratch.At(plain_pieces[i]) : op.data);
     wanted[i] = pieces[i] < 0 ? users[i] : memory(op.want, engine, scratch.At(pieces[i]));
-    if (!op.output && pieces[i] >= 0)
+    if ((!op.output || op.read_too) && pieces[i] >= 0)
       dnnl::reorder(users[i], wanted[i]).execute(stream, users[i], wanted[i]);
     args.emplace(op.arg, wanted[i]);
   }
@@ -322,11 +322,11 @@ const float* DnnlWeightCache::Get(const memory::desc& user, const memory::desc& 
 
 void DnnlWeightedForward(const dnnl::primitive& primitive, const dnnl::primitive_desc_base& pd,
                          const DnnlWeightedLayout& layout, const float* x, const float* w,
-                         const float* bias, float* y, Workspace* ws) {
+                         const float* bias, float* y, Workspace* ws, bool read_y) {
   std::vector<DnnlOperand> ops = {
       {DNNL_ARG_SRC, layout.src, pd.src_desc(0), const_cast<float*>(x)},
       {DNNL_ARG_WEIGHTS, layout.weights, pd.weights_desc(0), const_cast<float*>(w)},
-      {DNNL_ARG_DST, layout.dst, pd.dst_desc(0), y, true}};
+      {DNNL_ARG_DST, layout.dst, pd.dst_desc(0), y, true, false, read_y}};
   if (layout.has_bias())
     ops.push_back({DNNL_ARG_BIAS, layout.bias, pd.weights_desc(1), const_cast<float*>(bias)});
   DnnlExecute(primitive, pd.scratchpad_desc(), ops, ws);

@@ -36,6 +36,17 @@ const char* CpuEngineName(CpuEngine engine);
 // when unset; a ConfigError when invalid).
 CpuEngine GetCpuEngine();
 void SetCpuEngine(CpuEngine engine);
+// SetCpuEngine(engine) for a scope; the policy before it at its end (tests).
+class ScopedCpuEngine {
+ public:
+  explicit ScopedCpuEngine(CpuEngine engine) : saved_(GetCpuEngine()) { SetCpuEngine(engine); }
+  ~ScopedCpuEngine() { SetCpuEngine(saved_); }
+  ScopedCpuEngine(const ScopedCpuEngine&) = delete;
+  ScopedCpuEngine& operator=(const ScopedCpuEngine&) = delete;
+
+ private:
+  CpuEngine saved_;
+};
 // Whether this build has oneDNN (CREMA_DNNL found at configure time).
 bool DnnlBuilt();
 
@@ -133,13 +144,15 @@ dnnl::memory::desc DnnlChannelBlocked(const dnnl::memory::dims& dims, int block)
 // One tensor argument of a primitive: the caller's plain memory and the layout the primitive
 // chose; when they differ, the tensor goes through a reorder in scratch memory. An output with
 // `accumulate` is added (+=) to the caller's memory instead of overwriting it; an output with
-// null `data` is computed and dropped.
+// null `data` is computed and dropped; an output with `read_too` is also read by the primitive
+// (a sum post-op), so its value is reordered in first as well.
 struct DnnlOperand {
   int arg;
   dnnl::memory::desc user, want;
   void* data;
   bool output = false;
   bool accumulate = false;
+  bool read_too = false;
 };
 
 // Runs `primitive` on `operands` and waits for it; its scratchpad (DnnlUserScratchpad) and the
@@ -153,10 +166,10 @@ struct DnnlWeightedLayout {
   dnnl::memory::desc src, weights, bias, dst;  // bias: zero when the layer has none
   bool has_bias() const { return bias.get_size() > 0; }
 };
-// y = op(x, w) (+ bias).
+// y = op(x, w) (+ bias); with `read_y`, the primitive also reads y (a sum post-op).
 void DnnlWeightedForward(const dnnl::primitive& primitive, const dnnl::primitive_desc_base& pd,
                          const DnnlWeightedLayout& layout, const float* x, const float* w,
-                         const float* bias, float* y, Workspace* ws);
+                         const float* bias, float* y, Workspace* ws, bool read_y = false);
 // dx = op^T(dy, w) (overwrites).
 void DnnlWeightedBackwardData(const dnnl::primitive& primitive, const dnnl::primitive_desc_base& pd,
                               const DnnlWeightedLayout& layout, const float* dy, const float* w,
@@ -201,6 +214,7 @@ struct DnnlWeightedPrimitives : DnnlWeightedLayout {
   struct ForwardIo {
     uint64_t weights_generation = 0;
     int src_block = 0, dst_block = 0;
+    bool read_dst = false;  // the primitive reads y too (a sum post-op)
   };
   void Forward(const float* x, const float* w, const float* bias, float* y, Workspace* ws,
                const ForwardIo& io = {}) {
@@ -218,7 +232,7 @@ struct DnnlWeightedPrimitives : DnnlWeightedLayout {
       layout.weights = pd.weights_desc();
       w = weight_cache.Get(weights, layout.weights, w, io.weights_generation);
     }
-    DnnlWeightedForward(primitive, pd, layout, x, w, bias, y, ws);
+    DnnlWeightedForward(primitive, pd, layout, x, w, bias, y, ws, io.read_dst);
   }
   void BackwardData(const float* dy, const float* w, float* dx, Workspace* ws) {
     CREMA_ASSERT(supported, "oneDNN backward before a successful Prepare");

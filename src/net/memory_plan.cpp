@@ -96,10 +96,10 @@ size_t PlaceInArena(const std::vector<MemoryPlanLayout::Group*>& groups) {
   return arena;
 }
 
-// Inference: joins the data group of a layer's top to its bottom's where the layer may run in
-// place (AllowsInPlace, one bottom, one top of the same size), both groups are planned, the
-// bottom's group is last touched by this layer and the top's first: the layer then overwrites a
-// value nothing reads again.
+// Inference: joins the data group of a layer's top to its (first) bottom's where the layer may
+// run in place (AllowsInPlace with one bottom, or AllowsInPlaceOnFirstBottom; one top of the same
+// size), both groups are planned, the bottom's group is last touched by this layer and the top's
+// first: the layer then overwrites a value nothing reads again.
 void RunInPlace(const Net& net, MemoryPlanLayout* layout) {
   std::vector<MemoryPlanLayout::Group>& groups = layout->data_groups;
   std::vector<int> group_of(net.blobs().size(), -1);
@@ -108,7 +108,10 @@ void RunInPlace(const Net& net, MemoryPlanLayout* layout) {
   for (int l = 0; l < net.num_layers(); ++l) {
     const std::vector<int>& bottoms = net.bottom_ids(l);
     const std::vector<int>& tops = net.top_id_vec(l);
-    if (!net.layers()[l]->AllowsInPlace() || bottoms.size() != 1 || tops.size() != 1) continue;
+    const Layer& layer = *net.layers()[l];
+    const bool in_place =
+        bottoms.size() == 1 ? layer.AllowsInPlace() : layer.AllowsInPlaceOnFirstBottom();
+    if (!in_place || bottoms.empty() || tops.size() != 1) continue;
     const Blob& bottom = *net.blobs()[bottoms[0]];
     const Blob& top = *net.blobs()[tops[0]];
     if (bottom.count() != top.count() || bottom.dtype() != top.dtype()) continue;

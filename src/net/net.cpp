@@ -220,6 +220,7 @@ void Net::Init(const NetParameter& in_param, const NetOptions& options) {
   fold_batch_norm_ = options.fold_batch_norm;
   fuse_relu_ = options.fuse_relu;
   channel_blocked_ = options.channel_blocked;
+  fuse_sum_ = options.fuse_sum;
   fuse_batch_norm_ = options.fuse_batch_norm;
   keep_blobs_ = options.keep_blobs;
   PlanFold();
@@ -501,6 +502,8 @@ double Net::ForwardFromTo(int start, int end) {
     }
     // A fused ReLU whose producer ran in this pass: its value is in place already.
     if (relu_fused_into_[i] >= start) continue;
+    // An Eltwise SUM its convolution computed in this pass.
+    if (sum_fused_into_[i] >= start && sum_ran_fused_[i]) continue;
     if (const int bn = fused_into_batch_norm_[i]; bn >= 0 && group_scale_of_[bn] == i) {
       // The Scale of a BatchNorm group: computed by the BatchNorm when it ran fused in this
       // pass, else reading the BatchNorm's kept output when that ran in this pass.
@@ -528,8 +531,10 @@ double Net::ForwardFromTo(int start, int end) {
                             layers_[relu]->layer_param().relu_param().negative_slope());
     running_layer_ = i;
     if (channel_blocked_active_) ChannelBlockedBefore(i, layer);
+    if (fused_sum_of_[i] >= 0) PrepareFusedSum(i, end, layer);
     AmpBefore(i, false);
     loss += layer->Forward(layer_bottoms_[i], layer_tops_[i]);
+    if (fused_sum_of_[i] >= 0) AfterFusedSum(i, layer);
     if (channel_blocked_active_) ChannelBlockedAfter(i);
     AmpAfter(i, false);
     if (debug_info_) ForwardDebugInfo(i);
@@ -560,6 +565,7 @@ void Net::SetMemoryPlan(MemoryPlan mode, const std::vector<std::string>& keep_bl
   planned_diff_.clear();
   memory_layout_.reset();
   PlanChannelBlocked();
+  PlanFuseSum();
   if (had_plan)
     for (int i = 0; i < num_layers(); ++i) ReshapeLayer(i);
   memory_plan_ = mode;
@@ -606,6 +612,7 @@ void Net::ApplyMemoryPlan() {
     }
   }
   PlanChannelBlocked();
+  PlanFuseSum();
 }
 
 void Net::ShareActivationMemory(std::shared_ptr<SharedActivationMemory> memory) {

@@ -132,6 +132,8 @@ std::string LayerKey(const Layer& layer) {
 
 void Net::PrepareCpuEngines() {
   if (!device_.is_cpu() || GetCpuEngine() != CpuEngine::kAuto || !DnnlBuilt()) return;
+  // The folded convolutions (inference) are the layers that run: race those.
+  if (fold_stale_) ApplyFold();
   const fs::path cache_file = ChoiceCacheFile();
   const ChoiceCache cache = cache_file.empty() ? ChoiceCache() : ReadChoiceCache(cache_file);
   ChoiceCache decided;

@@ -8,13 +8,17 @@
 
 #include "crema/net.hpp"
 #include "layers/batch_norm/batch_norm_layer.hpp"
+#include "layers/convolution/convolution_layer.hpp"
 #include "layers/scale/scale_layer.hpp"
+#include "math/dnnl_engine.hpp"
+#include "net/memory_plan.hpp"
 
 namespace crema {
 namespace {
 
 std::atomic<bool> g_fuse_relu_default{true};
 std::atomic<bool> g_fuse_batch_norm_default{true};
+std::atomic<bool> g_fuse_sum_default{true};
 
 bool Contains(const std::vector<int>& ids, int id) {
   return std::find(ids.begin(), ids.end(), id) != ids.end();
@@ -26,6 +30,8 @@ void SetFuseReLUDefault(bool fuse) { g_fuse_relu_default.store(fuse); }
 bool FuseReLUDefault() { return g_fuse_relu_default.load(); }
 void SetFuseBatchNormDefault(bool fuse) { g_fuse_batch_norm_default.store(fuse); }
 bool FuseBatchNormDefault() { return g_fuse_batch_norm_default.load(); }
+void SetFuseSumDefault(bool fuse) { g_fuse_sum_default.store(fuse); }
+bool FuseSumDefault() { return g_fuse_sum_default.load(); }
 
 void Net::SetFuseReLU(bool fuse) {
   fuse_relu_ = fuse;
@@ -43,7 +49,10 @@ void Net::PlanFuseReLU() {
   for (auto& layer : layers_) layer->set_fused_relu(false);
   for (auto& layer : folded_convs_)
     if (layer) layer->set_fused_relu(false);
-  if (!fuse_relu_) return PlanBatchNormGroups();
+  if (!fuse_relu_) {
+    PlanBatchNormGroups();
+    return PlanFuseSum();
+  }
   for (int l = 0; l < num_layers(); ++l) {
     if (std::string(layers_[l]->type()) != "ReLU" || bottom_id_vecs_[l].size() != 1 ||
         top_id_vecs_[l].size() != 1 || bottom_id_vecs_[l][0] != top_id_vecs_[l][0])
@@ -75,6 +84,95 @@ void Net::PlanFuseReLU() {
   }
   // Groups take the ReLU fused into their Scale.
   PlanBatchNormGroups();
+  PlanFuseSum();
+}
+
+void Net::SetFuseSum(bool fuse) {
+  fuse_sum_ = fuse;
+  PlanFuseSum();
+}
+
+// An Eltwise SUM of ones of two bottoms (s, x) that the inference plan runs in place over s,
+// where x is written by a Convolution (no ReLU fused into it) and read by nothing but the Eltwise,
+// and nothing between the two touches s or x: the convolution computes s + conv (+ the Eltwise's
+// fused ReLU) into s's memory with oneDNN's post-ops, and the Eltwise is skipped.
+void Net::PlanFuseSum() {
+  sum_fused_into_.assign(num_layers(), -1);
+  fused_sum_of_.assign(num_layers(), -1);
+  sum_ran_fused_.assign(num_layers(), 0);
+  if (!fuse_sum_ || !memory_layout_ || memory_plan_ != MemoryPlan::kInference ||
+      !device_.is_cpu() || amp_ != Amp::kOff || !DnnlBuilt())
+    return;
+  const std::vector<int>& in_place = memory_layout_->in_place_layers;
+  for (int e = 0; e < num_layers(); ++e) {
+    if (std::string(layers_[e]->type()) != "Eltwise" || bottom_id_vecs_[e].size() != 2 ||
+        top_id_vecs_[e].size() != 1 || !layers_[e]->AllowsInPlaceOnFirstBottom() ||
+        !Contains(in_place, e))
+      continue;
+    const int s = bottom_id_vecs_[e][0], x = bottom_id_vecs_[e][1];
+    if (s == x || !memory_layout_->blobs[x].data_note.empty()) continue;
+    // The blobs sharing s's memory (Split tops, in-place layers): the convolution overwrites them.
+    std::vector<int> s_memory = {s};
+    for (const MemoryPlanLayout::Group& group : memory_layout_->data_groups)
+      if (Contains(group.blobs, s)) s_memory = group.blobs;
+    const auto touches = [&](const std::vector<int>& ids, int blob) {
+      if (blob == x) return Contains(ids, x);
+      for (int b : s_memory)
+        if (Contains(ids, b)) return true;
+      return false;
+    };
+    // x's producer: the last layer before e writing it that runs (folded layers do not); no
+    // layer in between may read x or touch s's memory.
+    int producer = -1;
+    for (int j = e - 1; j >= 0; --j) {
+      if (folded_into_[j] >= 0) continue;
+      if (Contains(top_id_vecs_[j], x)) {
+        producer = j;
+        break;
+      }
+      if (touches(bottom_id_vecs_[j], x) || touches(bottom_id_vecs_[j], s) ||
+          touches(top_id_vecs_[j], s))
+        break;
+    }
+    if (producer < 0 || std::string(layers_[producer]->type()) != "Convolution" ||
+        top_id_vecs_[producer].size() != 1 || bottom_id_vecs_[producer].size() != 1 ||
+        fused_relu_of_[producer] >= 0 || touches(bottom_id_vecs_[producer], s))
+      continue;
+    // Nothing but e reads the value the producer writes into x.
+    bool only_e = true;
+    for (int l = producer + 1; l < num_layers() && only_e; ++l) {
+      if (l == e || folded_into_[l] >= 0) continue;
+      if (Contains(bottom_id_vecs_[l], x)) only_e = false;
+      if (Contains(top_id_vecs_[l], x)) break;
+    }
+    if (!only_e) continue;
+    sum_fused_into_[e] = producer;
+    fused_sum_of_[producer] = e;
+  }
+}
+
+void Net::PrepareFusedSum(int conv_id, int end, Layer* layer) {
+  const int e = fused_sum_of_[conv_id];
+  sum_ran_fused_[e] = 0;
+  auto* conv = dynamic_cast<ConvolutionLayer*>(layer);
+  if (conv == nullptr) return;
+  Blob* s = layer_bottoms_[e][0];
+  Blob* target = layer_tops_[e][0];
+  // The plan's in-place run (its memory may have moved since), oneDNN running the convolution
+  // now, and no per-layer checks that would read the convolution's own top.
+  const bool fuse = e <= end && target->data() != nullptr && target->data() == s->data() &&
+                    !check_finite_ && !debug_info_ &&
+                    conv->NextForwardRunsDnnl(layer_bottoms_[conv_id], layer_tops_[conv_id]);
+  const int relu = fused_relu_of_[e];
+  const float slope = relu >= 0 ? layers_[relu]->layer_param().relu_param().negative_slope() : 0.f;
+  conv->set_fused_sum(fuse ? target : nullptr, fuse && relu >= 0 && relu <= end ? &slope : nullptr);
+}
+
+void Net::AfterFusedSum(int conv_id, Layer* layer) {
+  auto* conv = dynamic_cast<ConvolutionLayer*>(layer);
+  if (conv == nullptr) return;
+  sum_ran_fused_[fused_sum_of_[conv_id]] = conv->fused_sum_ran();
+  conv->set_fused_sum(nullptr);
 }
 
 void Net::PlanBatchNormGroups() {

@@ -18,18 +18,6 @@
 namespace crema {
 namespace {
 
-// The process-wide CPU engine policy for a scope.
-class ScopedCpuEngine {
- public:
-  explicit ScopedCpuEngine(CpuEngine engine) : before_(GetCpuEngine()) { SetCpuEngine(engine); }
-  ~ScopedCpuEngine() { SetCpuEngine(before_); }
-  ScopedCpuEngine(const ScopedCpuEngine&) = delete;
-  ScopedCpuEngine& operator=(const ScopedCpuEngine&) = delete;
-
- private:
-  CpuEngine before_;
-};
-
 std::unique_ptr<Net> Build(const NetParameter& param, bool blocked, bool fold_bn,
                            const std::vector<std::string>& keep = {}) {
   NetOptions options;
@@ -69,14 +57,7 @@ void ExpectBlockedEqualsPlain(const NetParameter& param, bool fold_bn, int batch
   if (ChannelBlock() > 0) EXPECT_GT(AllowedBlobs(*blocked), 0);
   RandomWeights(plain.get());
   blocked->ShareTrainedLayersWith(*plain);
-  for (Net* net : {plain.get(), blocked.get()}) {
-    for (Blob* input : net->input_blobs()) {
-      std::vector<int> shape = input->shape();
-      shape[0] = batch;
-      input->Reshape(shape);
-    }
-    net->Reshape();
-  }
+  for (Net* net : {plain.get(), blocked.get()}) testing::SetBatch(net, batch);
   for (int pass = 0; pass < 2; ++pass) {
     for (Net* net : {plain.get(), blocked.get()}) {
       for (size_t i = 0; i < net->input_blobs().size(); ++i)

@@ -37,4 +37,13 @@ void ExpectSameBlobs(const Net& a, const Net& b, bool diffs, bool param_data,
   }
 }
 
+void SetBatch(Net* net, int batch) {
+  for (Blob* input : net->input_blobs()) {
+    std::vector<int> shape = input->shape();
+    shape[0] = batch;
+    input->Reshape(shape);
+  }
+  net->Reshape();
+}
+
 }  // namespace crema::testing

@@ -15,4 +15,7 @@ bool SameBits(const Blob& a, const Blob& b, bool diff);
 void ExpectSameBlobs(const Net& a, const Net& b, bool diffs, bool param_data,
                      const std::string& what);
 
+// Gives every input of `net` batch size `batch` (its first axis) and reshapes the net.
+void SetBatch(Net* net, int batch);
+
 }  // namespace crema::testing
