@@ -34,7 +34,7 @@ bool ChannelBlockedDefault() { return g_channel_blocked_default.load(); }
 
 void Net::SetChannelBlocked(bool blocked) {
   channel_blocked_ = blocked;
-  // Blocked values left from earlier passes go back to plain at the next reader.
+  // Turned off: values left blocked by earlier passes go back to plain now (no layer will).
   PlanChannelBlocked();
   if (!channel_blocked_active_)
     for (const BlobPtr& blob : blobs_)
