@@ -31,16 +31,6 @@ std::unique_ptr<Net> Build(const NetParameter& param, bool blocked, bool fold_bn
   return std::make_unique<Net>(param, options);
 }
 
-void RandomWeights(Net* net) {
-  for (size_t j = 0; j < net->learnable_params().size(); ++j)
-    testing::FillUniform(net->learnable_params()[j], -0.5, 0.5, 100 + static_cast<uint32_t>(j));
-  for (const auto& layer : net->layers())
-    if (std::string(layer->type()) == "BatchNorm") {
-      testing::FillUniform(layer->blobs()[1].get(), 0.5, 2.0, 7);  // variances
-      layer->blobs()[2]->mutable_cpu_data<float>()[0] = 1.0f;      // moving-average factor
-    }
-}
-
 int AllowedBlobs(const Net& net) {
   int allowed = 0;
   for (const BlobPtr& blob : net.blobs()) allowed += blob->channel_block_allowed();
@@ -55,7 +45,7 @@ void ExpectBlockedEqualsPlain(const NetParameter& param, bool fold_bn, int batch
   auto blocked = Build(param, true, fold_bn, keep);
   EXPECT_EQ(AllowedBlobs(*plain), 0);
   if (ChannelBlock() > 0) EXPECT_GT(AllowedBlobs(*blocked), 0);
-  RandomWeights(plain.get());
+  testing::RandomInferenceWeights(plain.get(), 100);
   blocked->ShareTrainedLayersWith(*plain);
   for (Net* net : {plain.get(), blocked.get()}) testing::SetBatch(net, batch);
   for (int pass = 0; pass < 2; ++pass) {
@@ -150,7 +140,7 @@ TEST(ChannelBlocked, AllowsOnlyBlobsEveryReaderTakes) {
     EXPECT_FALSE(allowed(name)) << name;
   // The blocked tags after a pass: the last writer of the planned memory decides, so only
   // check that the outputs are plain and something was blocked on the way.
-  RandomWeights(net.get());
+  testing::RandomInferenceWeights(net.get(), 100);
   testing::FillUniform(net->input_blobs()[0], -1, 1);
   net->Forward();
   for (const Blob* out : net->output_blobs()) EXPECT_EQ(out->cpu_channel_block(), 0);
@@ -165,7 +155,7 @@ TEST(ChannelBlocked, NeedsOneDnnAndAnInferencePlan) {
   {
     ScopedCpuEngine caffe(CpuEngine::kCaffe);
     auto net = Build(Parse(kEveryReader), true, false);
-    RandomWeights(net.get());
+    testing::RandomInferenceWeights(net.get(), 100);
     net->Forward();
     for (const BlobPtr& blob : net->blobs()) EXPECT_EQ(blob->cpu_channel_block(), 0);
   }
@@ -189,7 +179,7 @@ TEST(ChannelBlocked, AutomaticEngineChoiceOnBlockedData) {
   }
   ScopedCpuEngine autochoice(CpuEngine::kAuto);
   auto net = Build(param, true, false);
-  RandomWeights(reference.get());
+  testing::RandomInferenceWeights(reference.get(), 100);
   net->ShareTrainedLayersWith(*reference);
   testing::FillUniform(reference->input_blobs()[0], -1, 1, 5);
   net->input_blobs()[0]->CopyFrom(*reference->input_blobs()[0]);

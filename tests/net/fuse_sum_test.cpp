@@ -43,19 +43,9 @@ std::vector<std::string> FusedSums(const Net& net) {
   return names;
 }
 
-void RandomWeights(Net* net) {
-  for (size_t j = 0; j < net->learnable_params().size(); ++j)
-    testing::FillUniform(net->learnable_params()[j], -0.5, 0.5, 200 + static_cast<uint32_t>(j));
-  for (const auto& layer : net->layers())
-    if (std::string(layer->type()) == "BatchNorm") {
-      testing::FillUniform(layer->blobs()[1].get(), 0.5, 2.0, 9);
-      layer->blobs()[2]->mutable_cpu_data<float>()[0] = 1.0f;
-    }
-}
-
 // Both nets on the same weights and inputs, two passes: the same output bits.
 void ExpectSameOutputs(Net* plain, Net* fused, int batch) {
-  RandomWeights(plain);
+  testing::RandomInferenceWeights(plain, 200);
   fused->ShareTrainedLayersWith(*plain);
   for (Net* net : {plain, fused}) testing::SetBatch(net, batch);
   for (int pass = 0; pass < 2; ++pass) {

@@ -4,6 +4,8 @@
 
 #include <cstring>
 
+#include "support/gradient_checker.hpp"
+
 namespace crema::testing {
 
 bool SameBits(const Blob& a, const Blob& b, bool diff) {
@@ -44,6 +46,16 @@ void SetBatch(Net* net, int batch) {
     input->Reshape(shape);
   }
   net->Reshape();
+}
+
+void RandomInferenceWeights(Net* net, uint32_t seed) {
+  for (size_t j = 0; j < net->learnable_params().size(); ++j)
+    FillUniform(net->learnable_params()[j], -0.5, 0.5, seed + static_cast<uint32_t>(j));
+  for (const auto& layer : net->layers())
+    if (std::string(layer->type()) == "BatchNorm") {
+      FillUniform(layer->blobs()[1].get(), 0.5, 2.0, seed - 1);  // variances
+      layer->blobs()[2]->mutable_cpu_data<float>()[0] = 1.0f;    // moving-average factor
+    }
 }
 
 }  // namespace crema::testing

@@ -1,5 +1,6 @@
 #pragma once
 // Comparisons of two nets built from one prototxt (fused vs unfused, planned vs not).
+#include <cstdint>
 #include <string>
 
 #include "crema/net.hpp"
@@ -14,6 +15,10 @@ bool SameBits(const Blob& a, const Blob& b, bool diff);
 // the failures.
 void ExpectSameBlobs(const Net& a, const Net& b, bool diffs, bool param_data,
                      const std::string& what);
+
+// Weights for comparing inference paths: every learnable blob uniform in [-0.5, 0.5], and each
+// BatchNorm's variances in [0.5, 2] with moving-average factor 1 (seeds from `seed`).
+void RandomInferenceWeights(Net* net, uint32_t seed);
 
 // Gives every input of `net` batch size `batch` (its first axis) and reshapes the net.
 void SetBatch(Net* net, int batch);
