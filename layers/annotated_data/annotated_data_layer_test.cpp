@@ -16,6 +16,7 @@
 #include "io/annotated_transform.hpp"
 #include "io/data_transformer.hpp"
 #include "io/db.hpp"
+#include "support/requires.hpp"
 
 namespace crema {
 namespace {
@@ -151,6 +152,7 @@ std::vector<Row> Rows(const Blob& label) {
 TEST(AnnotatedDataLayerTest, LabelLayoutAndPixelsWithoutAugmentation) {
   const std::vector<Record> records = Objects(5);
   for (bool encode : {false, true}) {
+    if (encode && !augment::HasOpenCv()) continue;  // encoded records need OpenCV
     const std::string source = WriteDb(encode ? "plain_png" : "plain_raw", records, encode);
     Harness h(Param(source, 3, "scale: 0.5"), TEST);
     h.SetUp();
@@ -304,6 +306,7 @@ const char* kSamplers =
     "max_trials: 50 }";
 
 TEST(AnnotatedDataLayerTest, BoxesFollowThePixelsThroughEveryTransform) {
+  CREMA_SKIP_WITHOUT_OPENCV();  // encoded records / resizing
   const std::string source = WriteDb("augment", Objects(7), true);
   for (const std::string& crop :
        {std::string(""), std::string("crop_size: 20"),
@@ -365,6 +368,7 @@ std::vector<double> RunLayer(const std::string& source, int threads, int batches
 }
 
 TEST(AnnotatedDataLayerTest, SameBatchesForAnyNumberOfThreads) {
+  CREMA_SKIP_WITHOUT_OPENCV();  // encoded records / resizing
   const std::string source = WriteDb("threads", Objects(5), true);
   const std::string transform =
       std::string(kAugment) +
@@ -377,6 +381,7 @@ TEST(AnnotatedDataLayerTest, SameBatchesForAnyNumberOfThreads) {
 }
 
 TEST(AnnotatedDataLayerTest, DistortionWithZeroProbabilitiesChangesNothing) {
+  CREMA_SKIP_WITHOUT_OPENCV();  // encoded records / resizing
   const std::string source = WriteDb("distort0", Objects(4), true);
   const std::string distort =
       "distort_param { brightness_prob: 0 brightness_delta: 32 contrast_prob: 0 "
@@ -395,6 +400,7 @@ TEST(AnnotatedDataLayerTest, DistortionWithZeroProbabilitiesChangesNothing) {
 }
 
 TEST(AnnotatedDataLayerTest, SaveAndRestoreResumeTheSameBatches) {
+  CREMA_SKIP_WITHOUT_OPENCV();  // encoded records / resizing
   const std::string source = WriteDb("resume", Objects(5), true);
   const std::string param = Param(source, 2, kAugment, kSamplers, "decode_threads: 2");
   SetRandomSeed(21);
@@ -427,6 +433,7 @@ TEST(AnnotatedDataLayerTest, SaveAndRestoreResumeTheSameBatches) {
 }
 
 TEST(AnnotatedDataLayerTest, FitLargeSizeAndPadMovesTheBoxes) {
+  CREMA_SKIP_WITHOUT_OPENCV();  // encoded records / resizing
   // 32 x 24 into 16 x 16: scaled to 16 x 12, 2 rows of padding above and below.
   Record record;
   record.rects.push_back({0, 0, 16, 24});
@@ -489,6 +496,7 @@ TEST(AnnotatedDataLayerTest, Errors) {
 }
 
 TEST(AnnotatedDataLayerTest, BadRecords) {
+  CREMA_SKIP_WITHOUT_OPENCV();  // encoded records / resizing
   std::vector<Record> records = Objects(6);
   records[2].corrupt = true;
   const std::string source = WriteDb("bad", records, true);
