@@ -2,10 +2,12 @@
 
 #include <memory>
 #include <string>
+#include <type_traits>
 
 #include "crema/layer_registry.hpp"
 #include "layers/inner_product/dnnl_inner_product.hpp"
 #include "math/activation.hpp"
+#include "math/few_rows_gemm.hpp"
 #include "math/math.hpp"
 
 namespace crema {
@@ -64,8 +66,17 @@ void InnerProductLayer::ForwardT(const BlobVec& bottom, const BlobVec& top) {
   const T* bottom_data = bottom[0]->cpu_data<T>();
   T* top_data = top[0]->mutable_cpu_data<T>();
   const T* weight = blobs_[0]->cpu_data<T>();
-  cpu::Gemm<T>(cpu::Trans::kNo, transpose_ ? cpu::Trans::kNo : cpu::Trans::kYes, M_, N_, K_, T(1),
-               bottom_data, weight, T(0), top_data);
+  bool done = false;
+  if constexpr (std::is_same_v<T, float>) {
+    if (!transpose_) {  // Caffe's n x k weights, streamed once for a few rows (a small batch)
+      cpu::GemmFewRows(M_, N_, K_, bottom_data, weight, top_data);
+      done = true;
+    }
+  }
+  if (!done) {
+    cpu::Gemm<T>(cpu::Trans::kNo, transpose_ ? cpu::Trans::kNo : cpu::Trans::kYes, M_, N_, K_, T(1),
+                 bottom_data, weight, T(0), top_data);
+  }
   if (bias_term_) {
     cpu::Gemm<T>(cpu::Trans::kNo, cpu::Trans::kNo, M_, N_, 1, T(1), bias_multiplier_.cpu_data<T>(),
                  blobs_[1]->cpu_data<T>(), T(1), top_data);
