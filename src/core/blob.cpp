@@ -234,6 +234,15 @@ namespace {
 }
 }  // namespace
 
+namespace {
+// data -= diff (Blob::Update on the CPU).
+template <typename T>
+void SubtractInPlace(int64_t n, const T* diff, T* data) {
+#pragma omp parallel for if (n > 65536)
+  for (int64_t i = 0; i < n; ++i) data[i] -= diff[i];
+}
+}  // namespace
+
 void Blob::Update() {
   if (count_ == 0) return;
 #ifdef CREMA_WITH_CUDA
@@ -242,11 +251,7 @@ void Blob::Update() {
     return;
   }
 #endif
-  CREMA_DISPATCH_FLOAT(dtype_, T, {
-    T* data = mutable_cpu_data<T>();
-    const T* diff = cpu_diff<T>();
-    for (int64_t i = 0; i < count_; ++i) data[i] -= diff[i];
-  });
+  CREMA_DISPATCH_FLOAT(dtype_, T, SubtractInPlace(count_, cpu_diff<T>(), mutable_cpu_data<T>()));
 }
 
 namespace {
