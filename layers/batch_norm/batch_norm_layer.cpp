@@ -3,8 +3,12 @@
 #include <cmath>
 #include <memory>
 #include <string>
+#include <type_traits>
+#include <vector>
 
 #include "crema/layer_registry.hpp"
+#include "layers/scale/scale_layer.hpp"
+#include "math/activation.hpp"
 #include "math/channel_loops.hpp"
 
 namespace crema {
@@ -95,20 +99,55 @@ void BatchNormLayer::ForwardT(const Blob& bottom, Blob* top) {
     x_norm_.ReshapeLike(bottom);
     x_norm = x_norm_.mutable_cpu_data<T>();
   }
-  cpu::ForEachChannelPlane(num_, channels_, spatial_dim_, [&](int64_t c, int64_t offset) {
-    const T mu = static_cast<T>(mean[c]);
-    const T inv_std = static_cast<T>(1 / std_[c]);
-    if (x_norm == nullptr) {
-      for (int64_t i = 0; i < spatial_dim_; ++i)
-        top_data[offset + i] = (bottom_data[offset + i] - mu) * inv_std;
-      return;
-    }
-    for (int64_t i = 0; i < spatial_dim_; ++i) {
-      const T y = (bottom_data[offset + i] - mu) * inv_std;
-      top_data[offset + i] = y;
-      x_norm[offset + i] = y;
-    }
-  });
+  // A fused Scale (and ReLU): the Scale's own operations on y, in the same pass
+  // (ScaleLayer::ForwardT: y * scale + bias, then the ReLU).
+  const T* scale = nullptr;
+  const T* bias = nullptr;
+  if (ran_fused_ != nullptr) {
+    // The Scale reads this layer's kept output as its input in a Backward of its own.
+    ran_fused_->set_bottom_kept_by(x_norm != nullptr ? &x_norm_ : nullptr);
+    scale = ran_fused_->blobs()[0]->cpu_data<T>();
+    if (const Blob* b = ran_fused_->bias_blob(); b != nullptr) bias = b->cpu_data<T>();
+  }
+  const bool relu = ran_fused_ != nullptr && ran_fused_relu_;
+  const T slope = static_cast<T>(ran_fused_slope_);
+  // Each combination its own loop, so that each vectorises.
+  const auto normalize = [&](auto keep, auto fused, auto with_bias, auto with_relu) {
+    cpu::ForEachChannelPlane(num_, channels_, spatial_dim_, [&](int64_t c, int64_t offset) {
+      const T mu = static_cast<T>(mean[c]);
+      const T inv_std = static_cast<T>(1 / std_[c]);
+      const T* x = bottom_data + offset;
+      T* kept = x_norm + offset;
+      T* out = top_data + offset;
+      const T s = fused ? scale[c] : T(1), b = with_bias ? bias[c] : T(0);
+      for (int64_t i = 0; i < spatial_dim_; ++i) {
+        const T y = (x[i] - mu) * inv_std;
+        if constexpr (decltype(keep)::value) kept[i] = y;
+        if constexpr (!decltype(fused)::value) {
+          out[i] = y;
+        } else {
+          T z = y * s;
+          if constexpr (decltype(with_bias)::value) z = z + b;
+          if constexpr (decltype(with_relu)::value) z = ReLUValue(z, slope);
+          out[i] = z;
+        }
+      }
+    });
+  };
+  using Yes = std::true_type;
+  using No = std::false_type;
+  const auto with_keep = [&](auto fused, auto with_bias, auto with_relu) {
+    if (x_norm != nullptr)
+      normalize(Yes{}, fused, with_bias, with_relu);
+    else
+      normalize(No{}, fused, with_bias, with_relu);
+  };
+  if (scale == nullptr)
+    with_keep(No{}, No{}, No{});
+  else if (bias != nullptr)
+    relu ? with_keep(Yes{}, Yes{}, Yes{}) : with_keep(Yes{}, Yes{}, No{});
+  else
+    relu ? with_keep(Yes{}, No{}, Yes{}) : with_keep(Yes{}, No{}, No{});
 }
 
 template <typename T>
@@ -151,8 +190,9 @@ void BatchNormLayer::set_fused_scale(ScaleLayer* scale, bool relu, float negativ
 }
 
 void BatchNormLayer::ForwardCpu(const BlobVec& bottom, const BlobVec& top) {
-  // The CPU has no fused pass: the net runs the Scale (reading x_norm_) and the ReLU itself.
-  ran_fused_ = nullptr;
+  ran_fused_ = fused_scale_;
+  ran_fused_relu_ = scale_relu_;
+  ran_fused_slope_ = scale_relu_slope_;
   CREMA_DISPATCH_FLOAT(dtype(), T, ForwardT<T>(*bottom[0], top[0]));
 }
 
@@ -163,13 +203,126 @@ void BatchNormLayer::BackwardCpu(const BlobVec& top, const std::vector<bool>& pr
   CREMA_DISPATCH_FLOAT(dtype(), T, BackwardT<T>(*top[0], bottom[0]));
 }
 
-#ifndef CREMA_WITH_CUDA
-// Without CUDA no Forward runs fused (ForwardCpu clears ran_fused_), so the net never calls this;
-// the GPU definition is in batch_norm_layer.cu.
-void BatchNormLayer::BackwardFused(const BlobVec&, bool, const BlobVec&) {
-  CREMA_ASSERT(false, name(), ": BackwardFused without a fused GPU Forward");
+template <typename T>
+void BatchNormLayer::BackwardFusedT(const Blob& top, bool propagate_down, Blob* bottom) {
+  if (ran_fused_relu_)
+    BackwardFusedT<T, true>(top, propagate_down, bottom);
+  else
+    BackwardFusedT<T, false>(top, propagate_down, bottom);
 }
+
+template <typename T, bool kRelu>
+void BatchNormLayer::BackwardFusedT(const Blob& top, bool propagate_down, Blob* bottom) {
+  const ScaleLayer& scale_layer = *ran_fused_;
+  // The gradient of the Scale's output: through the fused ReLU as ReLULayer::Backward takes it
+  // (reading the ReLU's output, the top's data).
+  const T* out = top.cpu_data<T>();
+  const T* dout = top.cpu_diff<T>();
+  const T slope = static_cast<T>(ran_fused_slope_);
+  const auto dz = [=](int64_t k) {
+    if constexpr (kRelu) return dout[k] * (out[k] > 0 ? T(1) : slope);
+    return dout[k];
+  };
+  const T* y = x_norm_.cpu_data<T>();
+  const T* scale = scale_layer.blobs()[0]->cpu_data<T>();
+  T* scale_diff =
+      scale_layer.param_propagate_down(0) ? scale_layer.blobs()[0]->mutable_cpu_diff<T>() : nullptr;
+  T* bias_diff =
+      scale_layer.bias_diff_wanted() ? scale_layer.bias_blob()->mutable_cpu_diff<T>() : nullptr;
+  // The top's diff ends as the layers one by one leave it: the bottom's gradient in place; else
+  // the Scale's input gradient when it passes one down, else the ReLU's input gradient.
+  T* top_diff = const_cast<Blob&>(top).mutable_cpu_diff<T>();
+  T* scale_input_diff = propagate_down && &top != bottom ? top_diff : nullptr;
+  T* relu_input_diff = !propagate_down && kRelu ? top_diff : nullptr;
+  T* dx = propagate_down ? bottom->mutable_cpu_diff<T>() : nullptr;
+  const int64_t m = static_cast<int64_t>(num_) * spatial_dim_;
+  // The Scale's parameter diffs accumulate its sums in T, as ScaleLayer::BackwardT.
+  std::vector<T> scale_sums(channels_), bias_sums(channels_);
+  const auto accumulate = [&] {
+    for (int c = 0; c < channels_; ++c) {
+      if (scale_diff != nullptr) scale_diff[c] = scale_diff[c] + scale_sums[c];
+      if (bias_diff != nullptr) bias_diff[c] = bias_diff[c] + bias_sums[c];
+    }
+  };
+  // dx (and the Scale's input gradient dy = dz * scale, when kept) per plane: f(dy, y) with the
+  // plane's constants captured by value (so that the writes cannot alias them).
+  const auto input_gradient = [&](int64_t c, int64_t offset, const auto& f) {
+    const T s = scale[c];
+    const T* dz_top = dout + offset;
+    const T* relu_out = out + offset;
+    const T* y_plane = y + offset;
+    T* dx_plane = dx + offset;
+    const auto g = [=](int64_t i) {
+      if constexpr (kRelu) return dz_top[i] * (relu_out[i] > 0 ? T(1) : slope);
+      return dz_top[i];
+    };
+    if (scale_input_diff != nullptr) {
+      T* dy_plane = scale_input_diff + offset;
+      for (int64_t i = 0; i < spatial_dim_; ++i) {
+        const T dy = g(i) * s;
+        dy_plane[i] = dy;
+        dx_plane[i] = f(dy, y_plane[i]);
+      }
+    } else {
+      for (int64_t i = 0; i < spatial_dim_; ++i) dx_plane[i] = f(g(i) * s, y_plane[i]);
+    }
+  };
+  if (!use_global_stats_ && propagate_down) {
+    // One pass for the four sums the three layers take: the Scale's (in T) and the BatchNorm's
+    // mean(dy), mean(dy * y) (in double) of dy = dz * scale, its input gradient.
+    std::vector<double> sum_dy(channels_), sum_dy_y(channels_);
+    cpu::ChannelSumsTwoByTwo<T, double>(
+        num_, channels_, spatial_dim_,
+        [&](int64_t c, int64_t k, T* a, double* d) {
+          const T g = dz(k);
+          const T dy = g * scale[c];
+          a[0] = g * y[k];
+          a[1] = g;
+          d[0] = static_cast<double>(dy);
+          d[1] = static_cast<double>(dy) * y[k];
+        },
+        scale_sums.data(), bias_sums.data(), sum_dy.data(), sum_dy_y.data());
+    accumulate();
+    cpu::ForEachChannelPlane(num_, channels_, spatial_dim_, [&](int64_t c, int64_t offset) {
+      const T mean_dy = static_cast<T>(sum_dy[c] / m);
+      const T mean_dy_y = static_cast<T>(sum_dy_y[c] / m);
+      const T inv_std = static_cast<T>(1 / std_[c]);
+      input_gradient(c, offset, [=](T dy, T y_value) {
+        return (dy - mean_dy - y_value * mean_dy_y) * inv_std;
+      });
+    });
+    return;
+  }
+  // Global statistics, or no input gradient: the Scale's sums alone (as ChannelSums<T> takes
+  // them), then dx = dy / sqrt(var + eps).
+  if (scale_diff != nullptr || bias_diff != nullptr) {
+    cpu::ChannelSums<T>(
+        num_, channels_, spatial_dim_, [&](int64_t, int64_t k) { return dz(k) * y[k]; },
+        scale_sums.data());
+    cpu::ChannelSums<T>(
+        num_, channels_, spatial_dim_, [&](int64_t, int64_t k) { return dz(k); }, bias_sums.data());
+    accumulate();
+  }
+  if (relu_input_diff != nullptr) {
+    cpu::ForEachChannelPlane(num_, channels_, spatial_dim_, [&](int64_t, int64_t offset) {
+      for (int64_t k = offset; k < offset + spatial_dim_; ++k) relu_input_diff[k] = dz(k);
+    });
+  }
+  if (dx == nullptr) return;
+  cpu::ForEachChannelPlane(num_, channels_, spatial_dim_, [&](int64_t c, int64_t offset) {
+    const T inv_std = static_cast<T>(1 / std_[c]);
+    input_gradient(c, offset, [=](T dy, T) { return dy * inv_std; });
+  });
+}
+
+void BatchNormLayer::BackwardFused(const BlobVec& top, bool propagate_down, const BlobVec& bottom) {
+  CREMA_ASSERT(ran_fused_ != nullptr && keeps_x_norm(), name());
+  if (bottom[0]->count() == 0) return;
+#ifdef CREMA_WITH_CUDA
+  if (device().is_cuda()) return BackwardFusedGpu(top, propagate_down, bottom);
 #endif
+  CREMA_DISPATCH_FLOAT(dtype(), T, BackwardFusedT<T>(*top[0], propagate_down, bottom[0]));
+}
 
 CREMA_REGISTER_LAYER(BatchNorm, BatchNormLayer);
 

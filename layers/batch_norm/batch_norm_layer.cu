@@ -251,10 +251,9 @@ void BatchNormLayer::BackwardGpu(const BlobVec& top, const std::vector<bool>& pr
   });
 }
 
-void BatchNormLayer::BackwardFused(const BlobVec& top, bool propagate_down, const BlobVec& bottom) {
-  CREMA_ASSERT(ran_fused_ != nullptr && device().is_cuda() && keeps_x_norm(), name());
+void BatchNormLayer::BackwardFusedGpu(const BlobVec& top, bool propagate_down,
+                                      const BlobVec& bottom) {
   ScaleLayer& scale_layer = *ran_fused_;
-  if (bottom[0]->count() == 0) return;
   double* stats = stats_gpu_.mutable_gpu_data<double>();
   const Shape shape{num_, channels_, spatial_dim_};
   CREMA_DISPATCH_FLOAT(dtype(), T, {

@@ -25,8 +25,9 @@ class ScaleLayer;
 // Params: batch_norm_param { use_global_stats, moving_average_fraction (0.999), eps (1e-5) }.
 // Fused with the Scale (and ReLU) after it (the net's BatchNorm groups, src/net/README.md): the
 // normalised value y is kept in x_norm(), which that in-place Scale reads as its input instead of
-// copying it; on the GPU one pass computes ReLU(y * scale + bias) and BackwardFused the gradients
-// of all three layers in two passes, with the same operations as the layers one by one.
+// copying it; one pass computes ReLU(y * scale + bias) and BackwardFused the gradients of all
+// three layers in two passes, with the same operations (and on the CPU the same sums) as the
+// layers one by one.
 // GPU statistics are per-channel sums in double (math/channel_gpu.cuh: one pass, fixed order).
 class BatchNormLayer final : public Layer {
  public:
@@ -46,10 +47,10 @@ class BatchNormLayer final : public Layer {
   void set_keep_x_norm(bool keep) { keep_x_norm_ = keep; }
   // Whether Forward keeps y in x_norm(): when Backward needs it or keep_x_norm, not forward-only.
   bool keeps_x_norm() const { return !forward_only() && (!use_global_stats_ || keep_x_norm_); }
-  // The Scale (and ReLU, when relu) that the next GPU Forward computes with this layer, in place
+  // The Scale (and ReLU, when relu) that the next Forward computes with this layer, in place
   // on this layer's top; null: this layer alone. Set by the net before each Forward.
   void set_fused_scale(ScaleLayer* scale, bool relu, float negative_slope);
-  // After a GPU Forward fused with `scale` (and its ReLU): the gradients of the three layers
+  // After a Forward fused with `scale` (and its ReLU): the gradients of the three layers
   // from the top's diff, as their Backwards in turn: the ReLU's (when fused in that Forward), the
   // Scale's parameter diffs it asks for, and bottom diff when propagate_down.
   void BackwardFused(const BlobVec& top, bool propagate_down, const BlobVec& bottom);
@@ -69,6 +70,11 @@ class BatchNormLayer final : public Layer {
   void ForwardT(const Blob& bottom, Blob* top);
   template <typename T>
   void BackwardT(const Blob& top, Blob* bottom);
+  template <typename T>
+  void BackwardFusedT(const Blob& top, bool propagate_down, Blob* bottom);
+  template <typename T, bool kRelu>
+  void BackwardFusedT(const Blob& top, bool propagate_down, Blob* bottom);
+  void BackwardFusedGpu(const BlobVec& top, bool propagate_down, const BlobVec& bottom);
 
   bool use_global_stats_ = false;
   double moving_average_fraction_ = 0.999;

@@ -38,6 +38,46 @@ void ChannelSums(int64_t num, int64_t channels, int64_t spatial, const Term& ter
   }
 }
 
+// Two sums in A and two in B per channel in one pass over the blob, each taken exactly as
+// ChannelSums<A> or ChannelSums<B> takes its term alone (the same eight partials, order and final
+// additions): a pass that fuses layers keeps the bits of the layers run one by one.
+// term(c, k, a, b) sets a[0], a[1] (summed in A) and b[0], b[1] (summed in B) for element k.
+template <typename A, typename B, typename Term>
+void ChannelSumsTwoByTwo(int64_t num, int64_t channels, int64_t spatial, const Term& term, A* a0,
+                         A* a1, B* b0, B* b1) {
+  constexpr int64_t kPartials = 8;
+  const auto combine = [](const auto* p) {
+    return ((p[0] + p[1]) + (p[2] + p[3])) + ((p[4] + p[5]) + (p[6] + p[7]));
+  };
+#pragma omp parallel for if (num * channels * spatial > kChannelLoopParallelWork)
+  for (int64_t c = 0; c < channels; ++c) {
+    RunForCpuIsa([&]() CREMA_ISA_INLINE {
+      A pa0[kPartials] = {}, pa1[kPartials] = {};
+      B pb0[kPartials] = {}, pb1[kPartials] = {};
+      const auto add = [&](int64_t slot, int64_t k) CREMA_ISA_INLINE {
+        A a[2];
+        B b[2];
+        term(c, k, a, b);
+        pa0[slot] += a[0];
+        pa1[slot] += a[1];
+        pb0[slot] += b[0];
+        pb1[slot] += b[1];
+      };
+      for (int64_t n = 0; n < num; ++n) {
+        const int64_t base = (n * channels + c) * spatial;
+        int64_t i = 0;
+        for (; i + kPartials <= spatial; i += kPartials)
+          for (int64_t k = 0; k < kPartials; ++k) add(k, base + i + k);
+        for (; i < spatial; ++i) add(i % kPartials, base + i);
+      }
+      a0[c] = combine(pa0);
+      a1[c] = combine(pa1);
+      b0[c] = combine(pb0);
+      b1[c] = combine(pb1);
+    });
+  }
+}
+
 // f(c, offset) for every (image, channel) plane, offset = its first element; planes are spread
 // over threads.
 template <typename F>

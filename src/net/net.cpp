@@ -516,9 +516,9 @@ double Net::ForwardFromTo(int start, int end) {
                                                                          : nullptr);
     }
     if (const int scale = group_scale_of_[i]; scale >= 0) {
-      // A BatchNorm group runs as one pass on the GPU when its Scale is in this pass.
+      // A BatchNorm group runs as one pass when its Scale is in this pass.
       const int relu = fused_relu_of_[scale];
-      const bool fused = device_.is_cuda() && scale <= end && !check_finite_ && !debug_info_;
+      const bool fused = scale <= end && !check_finite_ && !debug_info_;
       static_cast<BatchNormLayer*>(layers_[i].get())
           ->set_fused_scale(
               fused ? static_cast<ScaleLayer*>(layers_[scale].get()) : nullptr,

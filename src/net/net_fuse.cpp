@@ -217,7 +217,7 @@ namespace crema {
 
 int Net::FusedBackwardGroup(int i, int start, int end) const {
   const int bn = fused_into_batch_norm_[i];
-  if (bn < 0 || !device_.is_cuda() || check_finite_ || debug_info_ || bn < end) return -1;
+  if (bn < 0 || check_finite_ || debug_info_ || bn < end) return -1;
   const auto* batch_norm = static_cast<const BatchNormLayer*>(layers_[bn].get());
   if (!batch_norm->ran_fused()) return -1;
   const int scale = group_scale_of_[bn];
