@@ -204,7 +204,7 @@ void BatchNormLayer::BackwardCpu(const BlobVec& top, const std::vector<bool>& pr
 }
 
 template <typename T>
-void BatchNormLayer::BackwardFusedT(const Blob& top, bool propagate_down, Blob* bottom) {
+void BatchNormLayer::BackwardFusedT(Blob* top, bool propagate_down, Blob* bottom) {
   if (ran_fused_relu_)
     BackwardFusedT<T, true>(top, propagate_down, bottom);
   else
@@ -212,12 +212,12 @@ void BatchNormLayer::BackwardFusedT(const Blob& top, bool propagate_down, Blob* 
 }
 
 template <typename T, bool kRelu>
-void BatchNormLayer::BackwardFusedT(const Blob& top, bool propagate_down, Blob* bottom) {
+void BatchNormLayer::BackwardFusedT(Blob* top, bool propagate_down, Blob* bottom) {
   const ScaleLayer& scale_layer = *ran_fused_;
   // The gradient of the Scale's output: through the fused ReLU as ReLULayer::Backward takes it
   // (reading the ReLU's output, the top's data).
-  const T* out = top.cpu_data<T>();
-  const T* dout = top.cpu_diff<T>();
+  const T* out = top->cpu_data<T>();
+  const T* dout = top->cpu_diff<T>();
   const T slope = static_cast<T>(ran_fused_slope_);
   const auto dz = [=](int64_t k) {
     if constexpr (kRelu) return dout[k] * (out[k] > 0 ? T(1) : slope);
@@ -231,8 +231,8 @@ void BatchNormLayer::BackwardFusedT(const Blob& top, bool propagate_down, Blob* 
       scale_layer.bias_diff_wanted() ? scale_layer.bias_blob()->mutable_cpu_diff<T>() : nullptr;
   // The top's diff ends as the layers one by one leave it: the bottom's gradient in place; else
   // the Scale's input gradient when it passes one down, else the ReLU's input gradient.
-  T* top_diff = const_cast<Blob&>(top).mutable_cpu_diff<T>();
-  T* scale_input_diff = propagate_down && &top != bottom ? top_diff : nullptr;
+  T* top_diff = top->mutable_cpu_diff<T>();
+  T* scale_input_diff = propagate_down && top != bottom ? top_diff : nullptr;
   T* relu_input_diff = !propagate_down && kRelu ? top_diff : nullptr;
   T* dx = propagate_down ? bottom->mutable_cpu_diff<T>() : nullptr;
   const int64_t m = static_cast<int64_t>(num_) * spatial_dim_;
@@ -321,7 +321,7 @@ void BatchNormLayer::BackwardFused(const BlobVec& top, bool propagate_down, cons
 #ifdef CREMA_WITH_CUDA
   if (device().is_cuda()) return BackwardFusedGpu(top, propagate_down, bottom);
 #endif
-  CREMA_DISPATCH_FLOAT(dtype(), T, BackwardFusedT<T>(*top[0], propagate_down, bottom[0]));
+  CREMA_DISPATCH_FLOAT(dtype(), T, BackwardFusedT<T>(top[0], propagate_down, bottom[0]));
 }
 
 CREMA_REGISTER_LAYER(BatchNorm, BatchNormLayer);

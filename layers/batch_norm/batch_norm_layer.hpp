@@ -71,9 +71,9 @@ class BatchNormLayer final : public Layer {
   template <typename T>
   void BackwardT(const Blob& top, Blob* bottom);
   template <typename T>
-  void BackwardFusedT(const Blob& top, bool propagate_down, Blob* bottom);
+  void BackwardFusedT(Blob* top, bool propagate_down, Blob* bottom);
   template <typename T, bool kRelu>
-  void BackwardFusedT(const Blob& top, bool propagate_down, Blob* bottom);
+  void BackwardFusedT(Blob* top, bool propagate_down, Blob* bottom);
   void BackwardFusedGpu(const BlobVec& top, bool propagate_down, const BlobVec& bottom);
 
   bool use_global_stats_ = false;
