@@ -1,9 +1,33 @@
 #include "layers/concat/concat_layer.hpp"
 
+#include <cstdint>
+#include <vector>
+
 #include "crema/layer_registry.hpp"
 #include "math/math.hpp"
 
 namespace crema {
+namespace {
+
+template <typename T>
+struct SlabCopy {
+  const T* from;
+  T* to;
+  int64_t count;
+};
+
+// The slabs of a concatenation, several at a time on the CPU's threads (a slab per image and
+// bottom: too short alone to be worth splitting).
+template <typename T>
+void CopySlabs(const std::vector<SlabCopy<T>>& copies) {
+  int64_t total = 0;
+  for (const SlabCopy<T>& c : copies) total += c.count;
+  const int64_t n = static_cast<int64_t>(copies.size());
+#pragma omp parallel for schedule(dynamic) if (n > 1 && total > 65536)
+  for (int64_t i = 0; i < n; ++i) cpu::Copy<T>(copies[i].count, copies[i].from, copies[i].to);
+}
+
+}  // namespace
 
 void ConcatLayer::LayerSetUp(const BlobVec& bottom, const BlobVec& top) {
   const ConcatParameter& param = layer_param_.concat_param();
@@ -55,16 +79,17 @@ template <typename T>
 void ConcatLayer::Forward(const BlobVec& bottom, Blob* top) const {
   T* top_data = top->mutable_cpu_data<T>();
   const int64_t top_axis = top->shape(concat_axis_);
+  std::vector<SlabCopy<T>> copies;
   int64_t offset = 0;
   for (Blob* b : bottom) {
     const T* bottom_data = b->cpu_data<T>();
-    const int64_t bottom_axis = b->shape(concat_axis_);
-    const int64_t slab = bottom_axis * concat_input_size_;
+    const int64_t slab = b->shape(concat_axis_) * concat_input_size_;
     for (int64_t n = 0; n < num_concats_; ++n)
-      cpu::Copy<T>(slab, bottom_data + n * slab,
-                   top_data + (n * top_axis + offset) * concat_input_size_);
-    offset += bottom_axis;
+      copies.push_back(
+          {bottom_data + n * slab, top_data + (n * top_axis + offset) * concat_input_size_, slab});
+    offset += b->shape(concat_axis_);
   }
+  CopySlabs(copies);
 }
 
 template <typename T>
@@ -72,6 +97,7 @@ void ConcatLayer::Backward(const Blob& top, const std::vector<bool>& propagate_d
                            const BlobVec& bottom) const {
   const T* top_diff = top.cpu_diff<T>();
   const int64_t top_axis = top.shape(concat_axis_);
+  std::vector<SlabCopy<T>> copies;
   int64_t offset = 0;
   for (size_t i = 0; i < bottom.size(); ++i) {
     const int64_t bottom_axis = bottom[i]->shape(concat_axis_);
@@ -79,11 +105,12 @@ void ConcatLayer::Backward(const Blob& top, const std::vector<bool>& propagate_d
       T* bottom_diff = bottom[i]->mutable_cpu_diff<T>();
       const int64_t slab = bottom_axis * concat_input_size_;
       for (int64_t n = 0; n < num_concats_; ++n)
-        cpu::Copy<T>(slab, top_diff + (n * top_axis + offset) * concat_input_size_,
-                     bottom_diff + n * slab);
+        copies.push_back({top_diff + (n * top_axis + offset) * concat_input_size_,
+                          bottom_diff + n * slab, slab});
     }
     offset += bottom_axis;
   }
+  CopySlabs(copies);
 }
 
 void ConcatLayer::ForwardCpu(const BlobVec& bottom, const BlobVec& top) {
