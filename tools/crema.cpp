@@ -36,8 +36,9 @@ DEFINE_bool(fuse_relu, true,
             "--fuse-relu=false runs it as a layer of its own.");
 DEFINE_bool(fuse_batch_norm, true,
             "A BatchNorm followed by an in-place per-channel Scale (and ReLU) of its output: the "
-            "Scale reads the BatchNorm's kept output instead of copying its input, and on the "
-            "GPU the three run as one pass forward and two backward (every value the same). "
+            "Scale reads the BatchNorm's kept output instead of copying its input, and the "
+            "three run as one pass forward and two backward, on the CPU and the GPU (every "
+            "value the same). "
             "--fuse-batch-norm=false runs them as layers of their own.");
 
 DEFINE_bool(fuse_sum, true,

@@ -117,7 +117,7 @@ void BatchNormLayer::ForwardT(const Blob& bottom, Blob* top) {
       const T mu = static_cast<T>(mean[c]);
       const T inv_std = static_cast<T>(1 / std_[c]);
       const T* x = bottom_data + offset;
-      T* kept = x_norm + offset;
+      T* kept = decltype(keep)::value ? x_norm + offset : nullptr;
       T* out = top_data + offset;
       const T s = fused ? scale[c] : T(1), b = with_bias ? bias[c] : T(0);
       for (int64_t i = 0; i < spatial_dim_; ++i) {
