@@ -2,7 +2,6 @@
 
 #include <algorithm>
 #include <cstdint>
-#include <cstring>
 
 #include "math/cpu_isa.hpp"
 #include "math/math.hpp"

@@ -49,10 +49,10 @@ void SgdUpdate(int64_t n, T local_rate, T momentum, T* diff, T* history) {
   cpu::Copy(n, static_cast<const T*>(history), diff);
 }
 
-// Plain SGD's L2 regularization and update value on the CPU in one pass over each param (the
-// axpy, axpby and copy above are three, eight streams of the param's size; this is five):
-// history = momentum * history + rate * (diff + decay * w); diff = history. Element-wise, so
-// the same bits for any thread count.
+// Plain SGD's L2 regularization and update value on the CPU in one pass over each param, where
+// Regularize's axpy and SgdUpdate's axpby and copy take three (eight streams of the param's size
+// against five): history = momentum * history + rate * (diff + decay * w); diff = history.
+// Element-wise, so the same bits for any thread count.
 template <typename T>
 void SgdL2Update(int64_t n, T local_rate, T momentum, T decay, const T* weights, T* diff,
                  T* history) {
