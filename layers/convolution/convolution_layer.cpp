@@ -119,7 +119,7 @@ bool ConvolutionLayer::ReadsChannelBlocked(const BlobVec& bottom, const BlobVec&
   return bottom.size() == 1 && NextForwardRunsDnnl(bottom, top);
 }
 
-void ConvolutionLayer::ForwardDnnl(const BlobVec& bottom, const BlobVec& top) {
+void ConvolutionLayer::ForwardDnnl(const BlobVec& bottom, const BlobVec& top, bool winograd) {
   const float* weight = blobs_[0]->cpu_data<float>();
   const float* bias = bias_term_ ? blobs_[1]->cpu_data<float>() : nullptr;
   const float relu_slope = fused_relu_slope();
@@ -133,6 +133,7 @@ void ConvolutionLayer::ForwardDnnl(const BlobVec& bottom, const BlobVec& top) {
     io.dst_block = fused_sum_->cpu_channel_block();
     io.sum = true;
     if (fused_sum_relu_) io.relu = &fused_sum_slope_;
+    io.winograd = winograd;
     dnnl_->Forward(bottom[0]->cpu_data<float>(), weight, bias,
                    fused_sum_->mutable_cpu_data<float>(), &workspace(), io);
     fused_sum_ran_ = true;
@@ -146,6 +147,7 @@ void ConvolutionLayer::ForwardDnnl(const BlobVec& bottom, const BlobVec& top) {
         top[i]->channel_block_allowed() && ChannelBlockable(top[i]->shape()) ? ChannelBlock() : 0;
     // A fused ReLU inside the convolution, with the ReLU layer's values (dnnl_convolution.cpp).
     if (fused_relu()) io.relu = &relu_slope;
+    io.winograd = winograd;
     dnnl_->Forward(bottom[i]->cpu_data<float>(), weight, bias, top[i]->mutable_cpu_data<float>(),
                    &workspace(), io);
     top[i]->data()->set_channel_block(io.dst_block);
@@ -153,7 +155,7 @@ void ConvolutionLayer::ForwardDnnl(const BlobVec& bottom, const BlobVec& top) {
 }
 
 void ConvolutionLayer::BackwardDnnl(const BlobVec& top, const std::vector<bool>& propagate_down,
-                                    const BlobVec& bottom) {
+                                    const BlobVec& bottom, bool winograd) {
   const bool weight_down = param_propagate_down(0);
   const bool bias_down = bias_term_ && param_propagate_down(1);
   for (size_t i = 0; i < top.size(); ++i) {
@@ -161,10 +163,10 @@ void ConvolutionLayer::BackwardDnnl(const BlobVec& top, const std::vector<bool>&
       dnnl_->BackwardWeights(bottom[i]->cpu_data<float>(), top[i]->cpu_diff<float>(),
                              weight_down ? blobs_[0]->mutable_cpu_diff<float>() : nullptr,
                              bias_down ? blobs_[1]->mutable_cpu_diff<float>() : nullptr,
-                             &workspace());
+                             &workspace(), winograd);
     if (propagate_down[i])
       dnnl_->BackwardData(top[i]->cpu_diff<float>(), blobs_[0]->cpu_data<float>(),
-                          bottom[i]->mutable_cpu_diff<float>(), &workspace());
+                          bottom[i]->mutable_cpu_diff<float>(), &workspace(), winograd);
   }
 }
 // ---- end oneDNN CPU engine ----
@@ -176,8 +178,13 @@ void ConvolutionLayer::ForwardCpu(const BlobVec& bottom, const BlobVec& top) {
                  "channel-blocked input or a fused sum for crema's kernels");
     CREMA_DISPATCH_FLOAT(dtype(), T, ForwardT<T>(bottom, top));
   };
-  cpu_engine_choice_.Run(DnnlPolicy(*bottom[0], *top[0]), name(), "forward", bottom[0]->shape(),
-                         crema, [&] { ForwardDnnl(bottom, top); });
+  const CpuEngine policy = DnnlPolicy(*bottom[0], *top[0]);  // (prepares dnnl_)
+  std::function<void()> winograd;
+  if (policy != CpuEngine::kCaffe && dnnl_->HasWinograd())
+    winograd = [&] { ForwardDnnl(bottom, top, true); };
+  cpu_engine_choice_.Run(
+      policy, name(), "forward", bottom[0]->shape(), crema,
+      [&] { ForwardDnnl(bottom, top, false); }, winograd);
 }
 
 void ConvolutionLayer::BackwardCpu(const BlobVec& top, const std::vector<bool>& propagate_down,
@@ -185,8 +192,13 @@ void ConvolutionLayer::BackwardCpu(const BlobVec& top, const std::vector<bool>& 
   const auto crema = [&] {
     CREMA_DISPATCH_FLOAT(dtype(), T, BackwardT<T>(top, propagate_down, bottom));
   };
-  cpu_engine_choice_.Run(DnnlPolicy(*bottom[0], *top[0]), name(), "backward", bottom[0]->shape(),
-                         crema, [&] { BackwardDnnl(top, propagate_down, bottom); });
+  const CpuEngine policy = DnnlPolicy(*bottom[0], *top[0]);  // (prepares dnnl_)
+  std::function<void()> winograd;
+  if (policy != CpuEngine::kCaffe && dnnl_->HasWinograd())
+    winograd = [&] { BackwardDnnl(top, propagate_down, bottom, true); };
+  cpu_engine_choice_.Run(
+      policy, name(), "backward", bottom[0]->shape(), crema,
+      [&] { BackwardDnnl(top, propagate_down, bottom, false); }, winograd);
 }
 
 CREMA_REGISTER_LAYER(Convolution, ConvolutionLayer);

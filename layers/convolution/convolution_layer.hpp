@@ -37,7 +37,7 @@ class ConvolutionLayer : public BaseConvolutionLayer {
     fused_sum_slope_ = relu_slope != nullptr ? *relu_slope : 0.f;
   }
   bool fused_sum_ran() const { return fused_sum_ran_; }
-  // The CPU engine of the last CPU pass: "crema", "oneDNN", or "" before the first.
+  // The CPU kernel of the last CPU pass (CpuKernelName), or "" before the first.
   const char* cpu_engine() const { return cpu_engine_choice_.last(); }
   CpuEngineChoice* cpu_engine_choice() override { return &cpu_engine_choice_; }
 
@@ -64,9 +64,10 @@ class ConvolutionLayer : public BaseConvolutionLayer {
   // The CPU engine policy for this layer (kCaffe for other types than float32 and geometries
   // oneDNN does not take); prepares the oneDNN primitives for bottom i.
   CpuEngine DnnlPolicy(const Blob& bottom, const Blob& top);
-  void ForwardDnnl(const BlobVec& bottom, const BlobVec& top);
+  // `winograd`: through oneDNN's Winograd convolution (DnnlConvolution::HasWinograd).
+  void ForwardDnnl(const BlobVec& bottom, const BlobVec& top, bool winograd);
   void BackwardDnnl(const BlobVec& top, const std::vector<bool>& propagate_down,
-                    const BlobVec& bottom);
+                    const BlobVec& bottom, bool winograd);
   std::shared_ptr<DnnlConvolution> dnnl_;
   CpuEngineChoice cpu_engine_choice_;
   Blob* fused_sum_ = nullptr;

@@ -34,10 +34,13 @@ struct DnnlConvolution::Impl
     : DnnlWeightedPrimitives<dnnl::convolution_forward, dnnl::convolution_backward_data,
                              dnnl::convolution_backward_weights> {
   DnnlConvGeometry geometry;
+  dnnl::algorithm algorithm = dnnl::algorithm::convolution_direct;
   memory::dims strides, dilates, pad_l, pad_r;
   std::unique_ptr<dnnl::convolution_forward::desc> fwd_desc;
-  // Forward primitives with post-ops, by (sum, ReLU, slope), made at their first call.
+  // Forward primitives with post-ops, by (sum, ReLU, slope), made at their first call; not
+  // `taken` where oneDNN has none (Winograd's may not take them).
   struct PostOps {
+    bool taken = false;
     dnnl::convolution_forward::primitive_desc pd;
     dnnl::convolution_forward primitive;
   };
@@ -71,8 +74,8 @@ void DnnlConvolution::Impl::Create(const DnnlConvGeometry& g) {
   weights = DnnlPlain(weight_dims);
   bias = g.bias ? DnnlPlain({g.output[1]}) : memory::desc();
   fwd_desc = std::make_unique<dnnl::convolution_forward::desc>(
-      dnnl::prop_kind::forward_training, dnnl::algorithm::convolution_direct, DnnlAny(src.dims()),
-      DnnlAny(weight_dims), bias, DnnlAny(dst.dims()), strides, dilates, pad_l, pad_r);
+      dnnl::prop_kind::forward_training, algorithm, DnnlAny(src.dims()), DnnlAny(weight_dims), bias,
+      DnnlAny(dst.dims()), strides, dilates, pad_l, pad_r);
   fwd_pd = dnnl::convolution_forward::primitive_desc(*fwd_desc, DnnlUserScratchpad(), DnnlEngine());
   fwd = dnnl::convolution_forward(fwd_pd);
 }
@@ -94,21 +97,26 @@ DnnlConvolution::Impl::PostOps& DnnlConvolution::Impl::WithPostOps(bool sum, con
   dnnl::primitive_attr attr = DnnlUserScratchpad();
   attr.set_post_ops(ops);
   PostOps& made = post_ops[key];
-  made.pd = dnnl::convolution_forward::primitive_desc(*fwd_desc, attr, DnnlEngine());
+  try {
+    made.pd = dnnl::convolution_forward::primitive_desc(*fwd_desc, attr, DnnlEngine());
+  } catch (const dnnl::error&) {
+    return made;  // not taken
+  }
   made.primitive = dnnl::convolution_forward(made.pd);
+  made.taken = true;
   return made;
 }
 
 void DnnlConvolution::Impl::CreateBackward() {
   const dnnl::convolution_backward_data::desc data_desc(
-      dnnl::algorithm::convolution_direct, DnnlAny(src.dims()), DnnlAny(weights.dims()),
-      DnnlAny(dst.dims()), strides, dilates, pad_l, pad_r);
+      algorithm, DnnlAny(src.dims()), DnnlAny(weights.dims()), DnnlAny(dst.dims()), strides,
+      dilates, pad_l, pad_r);
   bwd_data_pd = dnnl::convolution_backward_data::primitive_desc(data_desc, DnnlUserScratchpad(),
                                                                 DnnlEngine(), fwd_pd);
   bwd_data = dnnl::convolution_backward_data(bwd_data_pd);
   const dnnl::convolution_backward_weights::desc weights_desc(
-      dnnl::algorithm::convolution_direct, DnnlAny(src.dims()), DnnlAny(weights.dims()), bias,
-      DnnlAny(dst.dims()), strides, dilates, pad_l, pad_r);
+      algorithm, DnnlAny(src.dims()), DnnlAny(weights.dims()), bias, DnnlAny(dst.dims()), strides,
+      dilates, pad_l, pad_r);
   bwd_weights_pd = dnnl::convolution_backward_weights::primitive_desc(
       weights_desc, DnnlUserScratchpad(), DnnlEngine(), fwd_pd);
   bwd_weights = dnnl::convolution_backward_weights(bwd_weights_pd);
@@ -119,6 +127,18 @@ void DnnlConvolution::Impl::CreateBackward() {
 DnnlConvolution::DnnlConvolution() : impl_(std::make_unique<Impl>()) {}
 DnnlConvolution::~DnnlConvolution() = default;
 
+namespace {
+
+// The geometries oneDNN's Winograd convolution may take (it decides the rest: AVX-512, channels).
+bool WinogradShape(const DnnlConvGeometry& g) {
+  if (g.input.size() != 4 || g.group != 1 || g.filter[2] != 3 || g.filter[3] != 3) return false;
+  for (size_t i = 0; i < 2; ++i)
+    if (g.stride[i] != 1 || g.dilation[i] != 1) return false;
+  return true;
+}
+
+}  // namespace
+
 bool DnnlConvolution::Prepare(const DnnlConvGeometry& geometry) {
   Impl& impl = *impl_;
   if (impl.prepared && impl.geometry == geometry) return impl.supported;
@@ -127,6 +147,7 @@ bool DnnlConvolution::Prepare(const DnnlConvGeometry& geometry) {
   impl.supported = false;
   impl.backward_ready = false;
   impl.post_ops.clear();
+  winograd_.reset();
   try {
     impl.Create(geometry);
     impl.supported = true;
@@ -135,26 +156,47 @@ bool DnnlConvolution::Prepare(const DnnlConvGeometry& geometry) {
   } catch (const dnnl::error& e) {
     LOG(INFO) << "oneDNN does not take the convolution of input " << ShapeText(geometry.input)
               << " (" << e.what() << "); crema's kernels run it";
+    return false;
   }
-  return impl.supported;
+  if (WinogradShape(geometry)) {
+    auto winograd = std::make_unique<Impl>();
+    winograd->algorithm = dnnl::algorithm::convolution_winograd;
+    winograd->geometry = geometry;
+    try {
+      winograd->Create(geometry);
+      winograd->prepared = winograd->supported = true;
+      VLOG(1) << "oneDNN convolution " << ShapeText(geometry.input) << ": Winograd fwd "
+              << ImplName(winograd->fwd_pd);
+      winograd_ = std::move(winograd);
+    } catch (const dnnl::error&) {
+      // None on this CPU or for these channels: the direct convolution only.
+    }
+  }
+  return true;
 }
 
 void DnnlConvolution::Forward(const float* x, const float* w, const float* bias, float* y,
                               Workspace* ws, const Io& io) {
-  Impl& impl = *impl_;
+  Impl* impl = &Pick(io.winograd);
   const Impl::ForwardIo forward_io{io.weights_generation, io.src_block, io.dst_block, io.sum};
-  if (!io.sum && io.relu == nullptr) return impl.Forward(x, w, bias, y, ws, forward_io);
-  Impl::PostOps& with = impl.WithPostOps(io.sum, io.relu);
-  impl.ForwardWith(with.primitive, with.pd, x, w, bias, y, ws, forward_io);
+  if (!io.sum && io.relu == nullptr) return impl->Forward(x, w, bias, y, ws, forward_io);
+  Impl::PostOps* with = &impl->WithPostOps(io.sum, io.relu);
+  if (!with->taken) {  // Winograd without these post-ops: the direct convolution, which has them
+    impl = impl_.get();
+    with = &impl->WithPostOps(io.sum, io.relu);
+  }
+  CREMA_ASSERT(with->taken, "oneDNN's convolution does not take the post-ops");
+  impl->ForwardWith(with->primitive, with->pd, x, w, bias, y, ws, forward_io);
 }
 
-void DnnlConvolution::BackwardData(const float* dy, const float* w, float* dx, Workspace* ws) {
-  impl_->BackwardData(dy, w, dx, ws);
+void DnnlConvolution::BackwardData(const float* dy, const float* w, float* dx, Workspace* ws,
+                                   bool winograd) {
+  Pick(winograd).BackwardData(dy, w, dx, ws);
 }
 
 void DnnlConvolution::BackwardWeights(const float* x, const float* dy, float* dw, float* db,
-                                      Workspace* ws) {
-  impl_->BackwardWeights(x, dy, dw, db, ws);
+                                      Workspace* ws, bool winograd) {
+  Pick(winograd).BackwardWeights(x, dy, dw, db, ws);
 }
 
 #else  // without oneDNN in the build: every geometry stays on crema's kernels
@@ -167,10 +209,11 @@ void DnnlConvolution::Forward(const float*, const float*, const float*, float*, 
                               const Io&) {
   CREMA_ASSERT(false, "oneDNN is not in this build");
 }
-void DnnlConvolution::BackwardData(const float*, const float*, float*, Workspace*) {
+void DnnlConvolution::BackwardData(const float*, const float*, float*, Workspace*, bool) {
   CREMA_ASSERT(false, "oneDNN is not in this build");
 }
-void DnnlConvolution::BackwardWeights(const float*, const float*, float*, float*, Workspace*) {
+void DnnlConvolution::BackwardWeights(const float*, const float*, float*, float*, Workspace*,
+                                      bool) {
   CREMA_ASSERT(false, "oneDNN is not in this build");
 }
 

@@ -13,6 +13,7 @@
 
 #include "core/cuda_context.hpp"
 #include "core/rng.hpp"
+#include "core/workspace.hpp"
 #include "layers/convolution/convolution_layer.hpp"
 #include "math/dnnl_engine.hpp"
 #include "support/gradient_checker.hpp"
@@ -131,19 +132,24 @@ TEST_P(DnnlConvolutionTest, MatchesCremaKernels) {
 TEST_P(DnnlConvolutionTest, AutoPicksAnEngineAndMatches) {
   const ConvCase& c = GetParam();
   const LayerParameter param = ConvParam(c.param);
-  const ConvResult crema = RunConv(param, c.shape, CpuEngine::kCaffe, 8);
-  const ConvResult automatic = RunConv(param, c.shape, CpuEngine::kAuto, 8);
+  const ConvResult crema = RunConv(param, c.shape, CpuEngine::kCaffe, 12);
+  const ConvResult automatic = RunConv(param, c.shape, CpuEngine::kAuto, 12);
   ExpectSameResults(automatic, crema);
-  // The race alternates crema and oneDNN (forward and backward each) for four to six passes;
-  // then one engine is kept.
-  for (int pass = 0; pass < 4; ++pass) {
-    const char* expected = pass % 2 == 0 ? "crema" : "oneDNN";
-    EXPECT_EQ(automatic.engines[2 * pass], expected) << "forward pass " << pass;
-    EXPECT_EQ(automatic.engines[2 * pass + 1], expected) << "backward pass " << pass;
+  // The race runs crema's kernels, oneDNN's and, where the layer has it (3x3, stride 1, on
+  // AVX-512), oneDNN's Winograd in turn, forward and backward each, for two or three passes of
+  // each; then one is kept.
+  const std::vector<std::string> names = {"crema", "oneDNN", "oneDNN-Winograd"};
+  const size_t kernels = automatic.engines[4] == names[2] ? 3 : 2;
+  for (size_t pass = 0; pass < 2 * kernels; ++pass) {
+    EXPECT_EQ(automatic.engines[2 * pass], names[pass % kernels]) << "forward pass " << pass;
+    EXPECT_EQ(automatic.engines[2 * pass + 1], names[pass % kernels]) << "backward pass " << pass;
   }
-  for (size_t i = 12; i < automatic.engines.size(); ++i)
-    EXPECT_EQ(automatic.engines[i], automatic.engines[i % 2 + 12]) << "the kept engine changed";
-  EXPECT_TRUE(automatic.engines[12] == "crema" || automatic.engines[12] == "oneDNN");
+  const size_t kept = 2 * 3 * kernels;  // after the longest race
+  for (size_t i = kept; i < automatic.engines.size(); ++i)
+    EXPECT_EQ(automatic.engines[i], automatic.engines[i % 2 + kept]) << "the kept engine changed";
+  EXPECT_NE(std::find(names.begin(), names.begin() + kernels, automatic.engines[kept]),
+            names.begin() + kernels)
+      << automatic.engines[kept];
 }
 
 TEST_P(DnnlConvolutionTest, PropagateDownFalseLeavesBottomDiff) {
@@ -231,6 +237,67 @@ TEST(DnnlConvolutionGradient, NumericUnderPolicyDnnl) {
       EXPECT_NEAR(analytic[i], numeric, 1e-3 * std::max(1.0, std::fabs(numeric)))
           << "blob " << b << " element " << i;
     }
+  }
+}
+
+std::vector<float> Gaussian(size_t n, uint64_t seed) {
+  Blob blob(std::vector<int>{static_cast<int>(n)});
+  FillGaussian(&blob, 0, 1, seed);
+  return Data(blob);
+}
+
+// oneDNN's Winograd convolution (3x3, stride 1) against its direct one: forward (plain, and with
+// the fused ReLU and the sum post-ops, which it may hand to the direct one), backward data and
+// weights, within float rounding. Other geometries have none.
+TEST(DnnlConvolutionWinograd, MatchesTheDirectConvolution) {
+  if (!DnnlBuilt()) GTEST_SKIP() << "crema is built without oneDNN";
+  const DnnlConvGeometry geometry{
+      {2, 16, 12, 12}, {2, 32, 12, 12}, {32, 16, 3, 3}, {1, 1}, {1, 1}, {1, 1}, 1, true};
+  DnnlConvolution conv;
+  ASSERT_TRUE(conv.Prepare(geometry));
+  if (!conv.HasWinograd()) GTEST_SKIP() << "oneDNN has no Winograd convolution on this CPU";
+  const std::vector<float> x = Gaussian(2 * 16 * 144, 1), w = Gaussian(32 * 16 * 9, 2),
+                           bias = Gaussian(32, 3), dy = Gaussian(2 * 32 * 144, 4),
+                           start = Gaussian(2 * 32 * 144, 5);
+  Workspace ws;
+  const float slope = 0.1f;
+  for (int post = 0; post < 3; ++post) {  // none, ReLU, sum + ReLU
+    std::vector<float> y[2] = {start, start};
+    for (int winograd = 0; winograd < 2; ++winograd) {
+      DnnlConvolution::Io io;
+      io.relu = post > 0 ? &slope : nullptr;
+      io.sum = post == 2;
+      io.winograd = winograd == 1;
+      conv.Forward(x.data(), w.data(), bias.data(), y[winograd].data(), &ws, io);
+    }
+    ExpectClose(y[1], y[0], "forward, post-ops " + std::to_string(post));
+  }
+  std::vector<float> dx[2], dw[2] = {w, w}, db[2] = {bias, bias};
+  for (int winograd = 0; winograd < 2; ++winograd) {
+    dx[winograd].assign(x.size(), 0.f);
+    conv.BackwardData(dy.data(), w.data(), dx[winograd].data(), &ws, winograd == 1);
+    conv.BackwardWeights(x.data(), dy.data(), dw[winograd].data(), db[winograd].data(), &ws,
+                         winograd == 1);
+  }
+  ExpectClose(dx[1], dx[0], "backward data");
+  ExpectClose(dw[1], dw[0], "weight diff (accumulated)");
+  ExpectClose(db[1], db[0], "bias diff (accumulated)");
+  // The layer on this geometry races it as a third kernel.
+  const LayerParameter param = ConvParam("num_output: 32 kernel_size: 3 pad: 1");
+  const ConvResult automatic = RunConv(param, geometry.input, CpuEngine::kAuto, 12);
+  EXPECT_EQ(automatic.engines[4], "oneDNN-Winograd");
+  EXPECT_EQ(automatic.engines[5], "oneDNN-Winograd");
+  ExpectSameResults(automatic, RunConv(param, geometry.input, CpuEngine::kCaffe, 12));
+  DnnlConvGeometry strided = geometry, one_by_one = geometry, dilated = geometry;
+  strided.stride = {2, 2};
+  strided.output = {2, 32, 6, 6};
+  one_by_one.filter = {32, 16, 1, 1};
+  one_by_one.pad = {0, 0};
+  dilated.dilation = {2, 2};
+  dilated.pad = {2, 2};
+  for (const DnnlConvGeometry& other : {strided, one_by_one, dilated}) {
+    ASSERT_TRUE(conv.Prepare(other)) << ShapeText(other.filter);
+    EXPECT_FALSE(conv.HasWinograd()) << ShapeText(other.filter);
   }
 }
 

@@ -76,43 +76,58 @@ std::string ShapeText(const std::vector<int>& shape) {
   return text;
 }
 
+const char* CpuKernelName(CpuKernel kernel) {
+  switch (kernel) {
+    case CpuKernel::kDnnl:
+      return "oneDNN";
+    case CpuKernel::kDnnlWinograd:
+      return "oneDNN-Winograd";
+    case CpuKernel::kCrema:
+      break;
+  }
+  return "crema";
+}
+
 void CpuEngineChoice::Run(CpuEngine policy, const std::string& layer, const char* direction,
                           const std::vector<int>& shape, const std::function<void()>& crema,
-                          const std::function<void()>& dnnl) {
-  if (policy != CpuEngine::kAuto) {
-    const bool use_dnnl = policy == CpuEngine::kDnnl;
-    last_ = use_dnnl ? "oneDNN" : "crema";
-    (use_dnnl ? dnnl : crema)();
-    return;
-  }
+                          const std::function<void()>& dnnl,
+                          const std::function<void()>& winograd) {
+  const auto run = [&](CpuKernel kernel) {
+    if (kernel == CpuKernel::kDnnlWinograd && !winograd) kernel = CpuKernel::kDnnl;
+    last_ = CpuKernelName(kernel);
+    (kernel == CpuKernel::kCrema ? crema : kernel == CpuKernel::kDnnl ? dnnl : winograd)();
+  };
+  if (policy != CpuEngine::kAuto)
+    return run(policy == CpuEngine::kDnnl ? CpuKernel::kDnnl : CpuKernel::kCrema);
   Race& race = races_[{direction, shape}];
-  if (race.decided) {
-    last_ = race.use_dnnl ? "oneDNN" : "crema";
-    (race.use_dnnl ? dnnl : crema)();
-    return;
-  }
-  const bool use_dnnl = race.pass % 2 == 1;
-  last_ = use_dnnl ? "oneDNN" : "crema";
+  if (race.decided) return run(race.kernel);
+  if (race.kernels == 0) race.kernels = winograd ? 3 : 2;
+  const int k = race.pass % race.kernels;
   const auto start = std::chrono::steady_clock::now();
-  (use_dnnl ? dnnl : crema)();
+  run(static_cast<CpuKernel>(k));
   const double seconds =
       std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
-  if (race.pass >= 2) {  // passes 0 and 1 warm up
-    double& best = use_dnnl ? race.dnnl_best : race.crema_best;
-    best = race.pass < 4 ? seconds : std::min(best, seconds);
-  }
+  if (race.pass >= race.kernels)  // each kernel's first pass warms up
+    race.best[k] = race.pass < 2 * race.kernels ? seconds : std::min(race.best[k], seconds);
   ++race.pass;
+  if (race.pass < 2 * race.kernels) return;
+  int fastest = 0;
+  for (int i = 1; i < race.kernels; ++i)
+    if (race.best[i] < race.best[fastest]) fastest = i;
   // A clear winner after one timed pass each ends the race early; a close one runs it out.
-  const bool clear = race.pass == 4 && std::max(race.crema_best, race.dnnl_best) >
-                                           kClearMargin * std::min(race.crema_best, race.dnnl_best);
-  if (race.pass < kRacePasses && !clear) return;
+  bool clear = race.pass == 2 * race.kernels;
+  for (int i = 0; i < race.kernels; ++i)
+    clear = clear && (i == fastest || race.best[i] > kClearMargin * race.best[fastest]);
+  if (race.pass < kPassesPerKernel * race.kernels && !clear) return;
   race.decided = true;
-  race.use_dnnl = race.dnnl_best < race.crema_best;
+  race.kernel = static_cast<CpuKernel>(fastest);
   std::ostringstream line;
   line << std::fixed << std::setprecision(3) << layer << " " << direction << " " << ShapeText(shape)
-       << ": CPU engine " << (race.use_dnnl ? "oneDNN" : "crema") << " (oneDNN "
-       << race.dnnl_best * 1e3 << " ms, crema " << race.crema_best * 1e3 << " ms)";
-  LOG(INFO) << line.str();
+       << ": CPU engine " << CpuKernelName(race.kernel) << " (";
+  for (int i = 0; i < race.kernels; ++i)
+    line << (i ? ", " : "") << CpuKernelName(static_cast<CpuKernel>(i)) << " " << race.best[i] * 1e3
+         << " ms";
+  LOG(INFO) << line.str() << ")";
 }
 
 bool CpuEngineChoice::Racing(const std::string& direction, const std::vector<int>& shape) const {
@@ -130,20 +145,21 @@ bool CpuEngineChoice::NextRunsDnnl(CpuEngine policy, const std::string& directio
   if (policy != CpuEngine::kAuto) return policy == CpuEngine::kDnnl;
   const auto it = races_.find({direction, shape});
   if (it == races_.end()) return false;  // the race's first pass runs crema's kernels
-  return it->second.decided ? it->second.use_dnnl : it->second.pass % 2 == 1;
+  const Race& race = it->second;
+  return race.decided ? race.kernel != CpuKernel::kCrema : race.pass % race.kernels != 0;
 }
 
 std::vector<CpuEngineChoice::Decision> CpuEngineChoice::Decisions() const {
   std::vector<Decision> decisions;
   for (const auto& [key, race] : races_)
-    if (race.decided) decisions.push_back({key.first, key.second, race.use_dnnl});
+    if (race.decided) decisions.push_back({key.first, key.second, race.kernel});
   return decisions;
 }
 
 void CpuEngineChoice::Restore(const Decision& decision) {
   Race& race = races_[{decision.direction, decision.shape}];
   race.decided = true;
-  race.use_dnnl = decision.use_dnnl;
+  race.kernel = decision.kernel;
 }
 
 int ChannelBlock() {

@@ -4,10 +4,11 @@
 //
 // The CPU engine policy (process-wide; --cpu_engine or CREMA_CPU_ENGINE):
 //   auto  (default) per layer, input shape and direction (forward, backward), the first passes
-//         run crema's own kernels and oneDNN's alternately, timed; the faster one is kept and
-//         the choice logged once (INFO);
+//         run crema's own kernels and oneDNN's in turn (and, for 3x3 convolutions of stride 1
+//         on AVX-512, oneDNN's Winograd convolution), timed; the fastest is kept and the choice
+//         logged once (INFO);
 //   caffe never oneDNN: crema's own kernels, bit-reproducible as before;
-//   dnnl  oneDNN wherever it supports the layer.
+//   dnnl  oneDNN wherever it supports the layer (its direct convolution, never Winograd).
 // A layer's `engine` field (Caffe's choice of cuDNN or not) does not change it. Deterministic mode
 // (gpu::Deterministic) always runs crema's kernels. Float32 only; other types always run crema's
 // kernels. oneDNN's results may differ from crema's in the last bits and between thread counts.
@@ -57,44 +58,59 @@ bool DnnlBuilt();
 // grouped convolutions).
 CpuEngine LayerCpuEngine();
 
-// The per-layer choice of `auto`: for each (direction, input shape) a race of up to six passes,
-// alternating crema's kernels and oneDNN's (the first of each untimed: caches, primitive
-// creation), keeping the faster by its best time; it ends after four passes when one engine took
-// under 1/kClearMargin of the other's time.
+// The kernels a layer's CPU pass may run: crema's own, oneDNN's (its direct convolution where it
+// has a choice), or oneDNN's Winograd convolution (F(4x4, 3x3): 3x3 kernels, stride 1, on
+// AVX-512; within float rounding of the direct one, about twice its rounding error).
+enum class CpuKernel : int { kCrema = 0, kDnnl = 1, kDnnlWinograd = 2 };
+// "crema", "oneDNN", "oneDNN-Winograd".
+const char* CpuKernelName(CpuKernel kernel);
+
+// The per-layer choice of `auto`: for each (direction, input shape) a race of the layer's kernels
+// (crema's and oneDNN's, and oneDNN's Winograd where the layer offers it), three passes each run
+// in turn (the first of each untimed: caches, primitive creation), keeping the fastest by its
+// best time; it ends after two passes each when one kernel took under 1/kClearMargin of every
+// other's time.
 class CpuEngineChoice {
  public:
-  // Runs one pass, `crema` or `dnnl`, as `policy` (kAuto: the race) says. `layer` names the layer
-  // in the log line, `direction` is "forward" or "backward".
+  // Runs one pass, `crema`, `dnnl` or `winograd` (null: the layer has none for these shapes), as
+  // `policy` says: kCaffe crema, kDnnl dnnl, kAuto the race. `layer` names the layer in the log
+  // line, `direction` is "forward" or "backward". A decision for Winograd where the layer offers
+  // none (a .solverstate from another CPU) runs dnnl.
   void Run(CpuEngine policy, const std::string& layer, const char* direction,
            const std::vector<int>& shape, const std::function<void()>& crema,
-           const std::function<void()>& dnnl);
-  // The engine of the last pass run: "crema", "oneDNN", or "" before the first.
+           const std::function<void()>& dnnl, const std::function<void()>& winograd = nullptr);
+  // The kernel of the last pass run: CpuKernelName, or "" before the first.
   const char* last() const { return last_; }
   // Whether the race of this direction and input shape has started and is not decided yet, and
   // whether it is decided.
   bool Racing(const std::string& direction, const std::vector<int>& shape) const;
   bool Decided(const std::string& direction, const std::vector<int>& shape) const;
-  // Whether the next Run with `policy` runs oneDNN (kDnnl, a race decided for it, or a race's
-  // next pass).
+  // Whether the next Run with `policy` runs one of oneDNN's kernels (kDnnl, a race decided for
+  // one, or a race's next pass).
   bool NextRunsDnnl(CpuEngine policy, const std::string& direction,
                     const std::vector<int>& shape) const;
   // The decided races, to keep them across processes (a .solverstate: resuming then runs the
-  // engines the interrupted run chose), and taking one back (a race not run yet).
+  // kernels the interrupted run chose), and taking one back (a race not run yet).
   struct Decision {
     std::string direction;
     std::vector<int> shape;
-    bool use_dnnl = false;
+    CpuKernel kernel = CpuKernel::kCrema;
   };
   std::vector<Decision> Decisions() const;
   void Restore(const Decision& decision);
+  // The most passes a race takes (a layer's scratch passes before training run up to this many).
+  static constexpr int kMaxRacePasses = 9;
 
  private:
+  static constexpr int kMaxKernels = 3;
   struct Race {
+    int kernels = 0;  // 2, or 3 with Winograd; set by the race's first pass
     int pass = 0;
-    double crema_best = 0, dnnl_best = 0;
-    bool decided = false, use_dnnl = false;
+    double best[kMaxKernels] = {0, 0, 0};
+    bool decided = false;
+    CpuKernel kernel = CpuKernel::kCrema;
   };
-  static constexpr int kRacePasses = 6;  // crema, oneDNN, crema, oneDNN, crema, oneDNN
+  static constexpr int kPassesPerKernel = 3;
   static constexpr double kClearMargin = 1.5;
   std::map<std::pair<std::string, std::vector<int>>, Race> races_;  // (direction, shape)
   const char* last_ = "";

@@ -37,8 +37,17 @@ fs::path ChoiceCacheFile() {
   return {};
 }
 
-// key -> oneDNN (true) or crema's kernels; one "key<TAB>oneDNN|crema" per line, others ignored.
-using ChoiceCache = std::map<std::string, bool>;
+// key -> kernel; one "key<TAB>kernel" per line (CpuKernelName), others ignored.
+using ChoiceCache = std::map<std::string, CpuKernel>;
+
+bool ParseKernel(const std::string& name, CpuKernel* kernel) {
+  for (const CpuKernel k : {CpuKernel::kCrema, CpuKernel::kDnnl, CpuKernel::kDnnlWinograd})
+    if (name == CpuKernelName(k)) {
+      *kernel = k;
+      return true;
+    }
+  return false;
+}
 
 ChoiceCache ReadChoiceCache(const fs::path& file) {
   ChoiceCache cache;
@@ -47,8 +56,8 @@ ChoiceCache ReadChoiceCache(const fs::path& file) {
   while (std::getline(in, line)) {
     const size_t tab = line.rfind('\t');
     if (tab == std::string::npos || tab == 0) continue;
-    const std::string engine = line.substr(tab + 1);
-    if (engine == "oneDNN" || engine == "crema") cache[line.substr(0, tab)] = engine == "oneDNN";
+    if (CpuKernel kernel; ParseKernel(line.substr(tab + 1), &kernel))
+      cache[line.substr(0, tab)] = kernel;
   }
   return cache;
 }
@@ -61,13 +70,13 @@ void WriteChoiceCache(const fs::path& file, const ChoiceCache& decided) {
   const std::string commit = StrCat(" ", GitCommit(), " ");
   for (auto it = cache.begin(); it != cache.end();)
     it = it->first.find(commit) == std::string::npos ? cache.erase(it) : std::next(it);
-  for (const auto& [key, dnnl] : decided) cache[key] = dnnl;
+  for (const auto& [key, kernel] : decided) cache[key] = kernel;
   std::error_code error;
   fs::create_directories(file.parent_path(), error);
   const fs::path temp = file.string() + ".tmp" + std::to_string(::getpid());
   {
     std::ofstream out(temp);
-    for (const auto& [key, dnnl] : cache) out << key << '\t' << (dnnl ? "oneDNN" : "crema") << '\n';
+    for (const auto& [key, kernel] : cache) out << key << '\t' << CpuKernelName(kernel) << '\n';
     if (!out.good()) error = std::make_error_code(std::errc::io_error);
   }
   if (!error) fs::rename(temp, file, error);
@@ -191,7 +200,7 @@ void Net::PrepareCpuEngines() {
         diffs.push_back(std::make_unique<Blob>(param->shape(), param->dtype()));
         diffs.back()->CopyFrom(*param, true);
       }
-    for (int pass = 0; pass < 8; ++pass) {
+    for (int pass = 0; pass < CpuEngineChoice::kMaxRacePasses; ++pass) {
       set_layouts();
       layer->Forward(bottom, top);
       if (backward) layer->Backward(top, bottom_need_backward_[i], bottom);
@@ -200,7 +209,7 @@ void Net::PrepareCpuEngines() {
     }
     for (size_t j = 0; j < diffs.size(); ++j) layer->blobs()[j]->CopyFrom(*diffs[j], true);
     for (const CpuEngineChoice::Decision& d : choice->Decisions())
-      if (d.shape == shape) decided[cache_key(d.direction)] = d.use_dnnl;
+      if (d.shape == shape) decided[cache_key(d.direction)] = d.kernel;
   }
   if (from_cache > 0)
     LOG(INFO) << "net \"" << name_ << "\": " << from_cache << " CPU engine choices from "

@@ -83,7 +83,8 @@ void Solver::SaveCpuEngines(SolverState* state) const {
         saved->set_layer(layer->name());
         saved->set_direction(decision.direction);
         for (int d : decision.shape) saved->add_shape(d);
-        saved->set_dnnl(decision.use_dnnl);
+        saved->set_dnnl(decision.kernel != CpuKernel::kCrema);
+        if (decision.kernel == CpuKernel::kDnnlWinograd) saved->set_winograd(true);
       }
     }
   }
@@ -97,8 +98,10 @@ void Solver::RestoreCpuEngines(const SolverState& state) {
     CpuEngineChoice* choice = layer != nullptr ? layer->cpu_engine_choice() : nullptr;
     // A layer that is gone or no longer races (another net) decides afresh.
     if (choice == nullptr) continue;
-    choice->Restore(
-        {saved.direction(), {saved.shape().begin(), saved.shape().end()}, saved.dnnl()});
+    const CpuKernel kernel = !saved.dnnl()      ? CpuKernel::kCrema
+                             : saved.winograd() ? CpuKernel::kDnnlWinograd
+                                                : CpuKernel::kDnnl;
+    choice->Restore({saved.direction(), {saved.shape().begin(), saved.shape().end()}, kernel});
   }
 }
 

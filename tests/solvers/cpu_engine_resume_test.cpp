@@ -115,6 +115,40 @@ TEST_F(CpuEngineResume, ResumedRunContinuesBitForBit) {
     EXPECT_NE(std::find(choices.begin(), choices.end(), want), choices.end()) << want;
 }
 
+// A decision for oneDNN's Winograd convolution goes into the .solverstate (dnnl and winograd set)
+// and comes back from it as such.
+TEST_F(CpuEngineResume, WinogradDecisionsSurviveTheSolverState) {
+  if (!DnnlBuilt()) GTEST_SKIP() << "built without oneDNN: no engine to choose";
+  setenv("CREMA_CPU_ENGINE_CACHE", "off", 1);
+  auto first = MakeSolver();
+  first->Step(1);
+  CpuEngineChoice* choice = first->net()->layer_by_name("conv2")->cpu_engine_choice();
+  ASSERT_NE(choice, nullptr);
+  const std::vector<int> shape = first->net()->blob_by_name("pool1")->shape();
+  choice->Restore({"backward", shape, CpuKernel::kDnnlWinograd});
+  const std::string state = StateOf(first->Snapshot());
+  SolverState saved;
+  ReadBinaryProto(state, &saved);
+  int found = 0;
+  for (const CpuEngineState& e : saved.cpu_engine()) {
+    if (e.layer() != "conv2" || e.direction() != "backward") continue;
+    ++found;
+    EXPECT_TRUE(e.dnnl());
+    EXPECT_TRUE(e.winograd());
+  }
+  EXPECT_EQ(found, 1);
+  auto resumed = MakeSolver();
+  resumed->Restore(state);
+  bool restored = false;
+  for (const CpuEngineChoice::Decision& d :
+       resumed->net()->layer_by_name("conv2")->cpu_engine_choice()->Decisions())
+    if (d.direction == "backward" && d.shape == shape) {
+      restored = true;
+      EXPECT_EQ(d.kernel, CpuKernel::kDnnlWinograd);
+    }
+  EXPECT_TRUE(restored);
+}
+
 // With the choice cache, solvers built afresh (as separate processes would) run the engines the
 // first one decided: an uninterrupted run and a run resumed from a snapshot end with the same
 // weights, bit for bit.

@@ -1,0 +1,113 @@
+// The CPU engine race (math/dnnl_engine.hpp CpuEngineChoice) on stand-in kernels that take known
+// times: the order it runs them in, the kernel it keeps, the decisions it gives out and takes
+// back, and the fixed policies.
+#include "math/dnnl_engine.hpp"
+
+#include <gtest/gtest.h>
+
+#include <chrono>
+#include <string>
+#include <thread>
+#include <vector>
+
+namespace crema {
+namespace {
+
+// Three stand-in kernels that sleep for their given milliseconds and record their runs.
+struct Kernels {
+  int crema_ms, dnnl_ms, winograd_ms;
+  std::vector<std::string> runs;
+  void Run(CpuEngineChoice* choice, CpuEngine policy, bool with_winograd) {
+    const auto sleep = [this](const char* name, int ms) {
+      return [this, name, ms] {
+        runs.push_back(name);
+        std::this_thread::sleep_for(std::chrono::milliseconds(ms));
+      };
+    };
+    choice->Run(policy, "conv", "forward", {2, 16, 8, 8}, sleep("crema", crema_ms),
+                sleep("oneDNN", dnnl_ms),
+                with_winograd ? sleep("oneDNN-Winograd", winograd_ms) : std::function<void()>());
+  }
+};
+
+const std::vector<int> kShape = {2, 16, 8, 8};
+
+TEST(CpuEngineChoice, ThreeKernelsRunInTurnAndTheFastestIsKept) {
+  CpuEngineChoice choice;
+  Kernels kernels{40, 25, 2, {}};
+  EXPECT_FALSE(choice.NextRunsDnnl(CpuEngine::kAuto, "forward", kShape));
+  // A clear winner: one warm-up and one timed pass each, then decided.
+  for (int pass = 0; pass < 6; ++pass) {
+    EXPECT_FALSE(choice.Decided("forward", kShape)) << pass;
+    kernels.Run(&choice, CpuEngine::kAuto, true);
+    EXPECT_STREQ(choice.last(), kernels.runs.back().c_str());
+  }
+  const std::vector<std::string> order = {"crema", "oneDNN", "oneDNN-Winograd",
+                                          "crema", "oneDNN", "oneDNN-Winograd"};
+  EXPECT_EQ(kernels.runs, order);
+  ASSERT_TRUE(choice.Decided("forward", kShape));
+  EXPECT_FALSE(choice.Racing("forward", kShape));
+  EXPECT_TRUE(choice.NextRunsDnnl(CpuEngine::kAuto, "forward", kShape));
+  kernels.Run(&choice, CpuEngine::kAuto, true);
+  EXPECT_EQ(kernels.runs.back(), "oneDNN-Winograd");
+  const std::vector<CpuEngineChoice::Decision> decisions = choice.Decisions();
+  ASSERT_EQ(decisions.size(), 1u);
+  EXPECT_EQ(decisions[0].direction, "forward");
+  EXPECT_EQ(decisions[0].shape, kShape);
+  EXPECT_EQ(decisions[0].kernel, CpuKernel::kDnnlWinograd);
+
+  // Taken back by another layer's choice (a resumed run): no race, Winograd from the first pass;
+  // where that layer has no Winograd kernel (another CPU), oneDNN's direct one.
+  CpuEngineChoice restored;
+  restored.Restore(decisions[0]);
+  Kernels again{40, 25, 2, {}};
+  again.Run(&restored, CpuEngine::kAuto, true);
+  again.Run(&restored, CpuEngine::kAuto, false);
+  EXPECT_EQ(again.runs, (std::vector<std::string>{"oneDNN-Winograd", "oneDNN"}));
+}
+
+TEST(CpuEngineChoice, TwoKernelsWithoutWinograd) {
+  CpuEngineChoice choice;
+  Kernels kernels{2, 40, 1, {}};
+  for (int pass = 0; pass < 4; ++pass) kernels.Run(&choice, CpuEngine::kAuto, false);
+  EXPECT_EQ(kernels.runs, (std::vector<std::string>{"crema", "oneDNN", "crema", "oneDNN"}));
+  ASSERT_TRUE(choice.Decided("forward", kShape));
+  EXPECT_FALSE(choice.NextRunsDnnl(CpuEngine::kAuto, "forward", kShape));
+  ASSERT_EQ(choice.Decisions().size(), 1u);
+  EXPECT_EQ(choice.Decisions()[0].kernel, CpuKernel::kCrema);
+  // Another direction or shape races on its own.
+  EXPECT_FALSE(choice.Decided("backward", kShape));
+  EXPECT_FALSE(choice.Decided("forward", {1, 16, 8, 8}));
+}
+
+TEST(CpuEngineChoice, CloseKernelsRunTheWholeRace) {
+  CpuEngineChoice choice;
+  Kernels kernels{10, 10, 10, {}};
+  int passes = 0;
+  while (!choice.Decided("forward", kShape)) {
+    ASSERT_LT(passes, CpuEngineChoice::kMaxRacePasses) << "the race did not end";
+    kernels.Run(&choice, CpuEngine::kAuto, true);
+    ++passes;
+  }
+  EXPECT_EQ(passes, 9);  // three passes of each kernel
+}
+
+TEST(CpuEngineChoice, FixedPoliciesNeverRace) {
+  CpuEngineChoice choice;
+  Kernels kernels{1, 1, 1, {}};
+  kernels.Run(&choice, CpuEngine::kCaffe, true);
+  kernels.Run(&choice, CpuEngine::kDnnl, true);
+  EXPECT_EQ(kernels.runs, (std::vector<std::string>{"crema", "oneDNN"}));
+  EXPECT_TRUE(choice.Decisions().empty());
+  EXPECT_TRUE(choice.NextRunsDnnl(CpuEngine::kDnnl, "forward", kShape));
+  EXPECT_FALSE(choice.NextRunsDnnl(CpuEngine::kCaffe, "forward", kShape));
+}
+
+TEST(CpuEngineChoice, KernelNames) {
+  EXPECT_STREQ(CpuKernelName(CpuKernel::kCrema), "crema");
+  EXPECT_STREQ(CpuKernelName(CpuKernel::kDnnl), "oneDNN");
+  EXPECT_STREQ(CpuKernelName(CpuKernel::kDnnlWinograd), "oneDNN-Winograd");
+}
+
+}  // namespace
+}  // namespace crema
