@@ -103,8 +103,9 @@ CpuEngine ConvolutionLayer::DnnlPolicy(const Blob& bottom, const Blob& top) {
     if (input_shape(i) + 2 * pad_[i] < dilation_[i] * (kernel_shape_[i] - 1) + 1)
       return CpuEngine::kCaffe;
   if (!dnnl_) dnnl_ = std::make_shared<DnnlConvolution>();
-  const DnnlConvGeometry geometry{bottom.shape(), top.shape(), blobs_[0]->shape(), pad_, stride_,
-                                  dilation_,      group_,      bias_term_};
+  const DnnlConvGeometry geometry{bottom.shape(), top.shape(), blobs_[0]->shape(),
+                                  pad_,           stride_,     dilation_,
+                                  group_,         bias_term_,  forward_only()};
   return dnnl_->Prepare(geometry) ? policy : CpuEngine::kCaffe;
 }
 

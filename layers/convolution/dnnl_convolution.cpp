@@ -14,7 +14,8 @@ namespace crema {
 
 bool DnnlConvGeometry::operator==(const DnnlConvGeometry& o) const {
   return input == o.input && output == o.output && filter == o.filter && pad == o.pad &&
-         stride == o.stride && dilation == o.dilation && group == o.group && bias == o.bias;
+         stride == o.stride && dilation == o.dilation && group == o.group && bias == o.bias &&
+         forward_only == o.forward_only;
 }
 
 #ifdef CREMA_WITH_DNNL
@@ -46,6 +47,11 @@ struct DnnlConvolution::Impl
   };
   std::map<std::tuple<bool, bool, float>, PostOps> post_ops;
 
+  // The Winograd primitive of a forward-only layer is oneDNN's inference one (its weights in
+  // oneDNN's Winograd format, transformed once and kept).
+  bool Inference() const {
+    return algorithm == dnnl::algorithm::convolution_winograd && geometry.forward_only;
+  }
   void Create(const DnnlConvGeometry& g);
   PostOps& WithPostOps(bool sum, const float* relu);
   void CreateBackward() override;
@@ -74,8 +80,9 @@ void DnnlConvolution::Impl::Create(const DnnlConvGeometry& g) {
   weights = DnnlPlain(weight_dims);
   bias = g.bias ? DnnlPlain({g.output[1]}) : memory::desc();
   fwd_desc = std::make_unique<dnnl::convolution_forward::desc>(
-      dnnl::prop_kind::forward_training, algorithm, DnnlAny(src.dims()), DnnlAny(weight_dims), bias,
-      DnnlAny(dst.dims()), strides, dilates, pad_l, pad_r);
+      Inference() ? dnnl::prop_kind::forward_inference : dnnl::prop_kind::forward_training,
+      algorithm, DnnlAny(src.dims()), DnnlAny(weight_dims), bias, DnnlAny(dst.dims()), strides,
+      dilates, pad_l, pad_r);
   fwd_pd = dnnl::convolution_forward::primitive_desc(*fwd_desc, DnnlUserScratchpad(), DnnlEngine());
   fwd = dnnl::convolution_forward(fwd_pd);
 }
@@ -92,7 +99,9 @@ DnnlConvolution::Impl::PostOps& DnnlConvolution::Impl::WithPostOps(bool sum, con
   if (sum) ops.append_sum(1.f);
   if (relu != nullptr) {
     ops.append_eltwise(1.f, dnnl::algorithm::eltwise_relu, *relu, 0.f);
-    ops.append_eltwise(1.f, dnnl::algorithm::eltwise_linear, 1.f, 0.f);
+    // (Winograd takes no linear post-op; its results are not crema's bits anyway.)
+    if (algorithm == dnnl::algorithm::convolution_direct)
+      ops.append_eltwise(1.f, dnnl::algorithm::eltwise_linear, 1.f, 0.f);
   }
   dnnl::primitive_attr attr = DnnlUserScratchpad();
   attr.set_post_ops(ops);
@@ -108,17 +117,25 @@ DnnlConvolution::Impl::PostOps& DnnlConvolution::Impl::WithPostOps(bool sum, con
 }
 
 void DnnlConvolution::Impl::CreateBackward() {
+  // The backward primitives take a training forward one as their hint.
+  dnnl::convolution_forward::primitive_desc hint = fwd_pd;
+  if (Inference())
+    hint = dnnl::convolution_forward::primitive_desc(
+        dnnl::convolution_forward::desc(dnnl::prop_kind::forward_training, algorithm,
+                                        DnnlAny(src.dims()), DnnlAny(weights.dims()), bias,
+                                        DnnlAny(dst.dims()), strides, dilates, pad_l, pad_r),
+        DnnlUserScratchpad(), DnnlEngine());
   const dnnl::convolution_backward_data::desc data_desc(
       algorithm, DnnlAny(src.dims()), DnnlAny(weights.dims()), DnnlAny(dst.dims()), strides,
       dilates, pad_l, pad_r);
   bwd_data_pd = dnnl::convolution_backward_data::primitive_desc(data_desc, DnnlUserScratchpad(),
-                                                                DnnlEngine(), fwd_pd);
+                                                                DnnlEngine(), hint);
   bwd_data = dnnl::convolution_backward_data(bwd_data_pd);
   const dnnl::convolution_backward_weights::desc weights_desc(
       algorithm, DnnlAny(src.dims()), DnnlAny(weights.dims()), bias, DnnlAny(dst.dims()), strides,
       dilates, pad_l, pad_r);
   bwd_weights_pd = dnnl::convolution_backward_weights::primitive_desc(
-      weights_desc, DnnlUserScratchpad(), DnnlEngine(), fwd_pd);
+      weights_desc, DnnlUserScratchpad(), DnnlEngine(), hint);
   bwd_weights = dnnl::convolution_backward_weights(bwd_weights_pd);
   VLOG(1) << "oneDNN convolution " << ShapeText(geometry.input) << ": bwd data "
           << ImplName(bwd_data_pd) << ", bwd weights " << ImplName(bwd_weights_pd);

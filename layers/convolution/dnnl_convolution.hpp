@@ -13,9 +13,10 @@
 // Weight and bias diffs accumulate (+=) as in Caffe; the bottom diff is overwritten.
 // 3x3 convolutions of stride 1 (no dilation, no groups) also get oneDNN's Winograd primitives
 // where it has them (AVX-512): F(4x4, 3x3), fewer multiplications, results within float rounding
-// of the direct ones (about twice their rounding error); the layer's engine race (CpuKernel)
-// decides per direction whether they run. Measured on a Zen 4 core (1 thread, batch 8): ResNet-50's
-// 3x3 convolutions at 56x56, 28x28 and 14x14 took 0.55-0.95x the direct time; at 7x7 1.2-1.6x.
+// of the direct ones (about twice their rounding error; a fused ReLU there gives -0 where crema's
+// ReLU gives +0); the layer's engine race (CpuKernel) decides per direction whether they run.
+// Measured on a Zen 4 core (1 thread, batch 8): ResNet-50's 3x3 convolutions at 56x56, 28x28 and
+// 14x14 took 0.55-0.95x the direct time; at 7x7 1.2-1.6x.
 //
 // oneDNN types stay in the .cpp (compiled with CREMA_WITH_DNNL); without oneDNN in the build
 // Prepare() declines every geometry and crema's kernels run.
@@ -34,6 +35,9 @@ struct DnnlConvGeometry {
   std::vector<int> pad, stride, dilation;  // Caffe's, per spatial axis
   int group = 1;
   bool bias = true;
+  // The layer only runs forward (inference): the Winograd primitive is then oneDNN's inference
+  // one, whose weights are kept transformed (Io::weights_generation).
+  bool forward_only = false;
   bool operator==(const DnnlConvGeometry& o) const;
 };
 

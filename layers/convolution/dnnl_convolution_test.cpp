@@ -248,7 +248,8 @@ std::vector<float> Gaussian(size_t n, uint64_t seed) {
 
 // oneDNN's Winograd convolution (3x3, stride 1) against its direct one: forward (plain, and with
 // the fused ReLU and the sum post-ops, which it may hand to the direct one), backward data and
-// weights, within float rounding. Other geometries have none.
+// weights, within float rounding, for training and for a forward-only layer. Other geometries
+// have none.
 TEST(DnnlConvolutionWinograd, MatchesTheDirectConvolution) {
   if (!DnnlBuilt()) GTEST_SKIP() << "crema is built without oneDNN";
   const DnnlConvGeometry geometry{
@@ -261,27 +262,37 @@ TEST(DnnlConvolutionWinograd, MatchesTheDirectConvolution) {
                            start = Gaussian(2 * 32 * 144, 5);
   Workspace ws;
   const float slope = 0.1f;
-  for (int post = 0; post < 3; ++post) {  // none, ReLU, sum + ReLU
-    std::vector<float> y[2] = {start, start};
-    for (int winograd = 0; winograd < 2; ++winograd) {
-      DnnlConvolution::Io io;
-      io.relu = post > 0 ? &slope : nullptr;
-      io.sum = post == 2;
-      io.winograd = winograd == 1;
-      conv.Forward(x.data(), w.data(), bias.data(), y[winograd].data(), &ws, io);
+  // Training's primitives, then a forward-only layer's (oneDNN's inference Winograd, its weights
+  // transformed once and kept; its backward, should one run, still works).
+  for (const bool forward_only : {false, true}) {
+    DnnlConvGeometry g = geometry;
+    g.forward_only = forward_only;
+    ASSERT_TRUE(conv.Prepare(g));
+    ASSERT_TRUE(conv.HasWinograd());
+    const std::string what = forward_only ? "forward-only " : "training ";
+    for (int post = 0; post < 3; ++post) {  // none, ReLU, sum + ReLU
+      std::vector<float> y[2] = {start, start};
+      for (int winograd = 0; winograd < 2; ++winograd) {
+        DnnlConvolution::Io io;
+        io.weights_generation = forward_only ? 1 : 0;
+        io.relu = post > 0 ? &slope : nullptr;
+        io.sum = post == 2;
+        io.winograd = winograd == 1;
+        conv.Forward(x.data(), w.data(), bias.data(), y[winograd].data(), &ws, io);
+      }
+      ExpectClose(y[1], y[0], what + "forward, post-ops " + std::to_string(post));
     }
-    ExpectClose(y[1], y[0], "forward, post-ops " + std::to_string(post));
+    std::vector<float> dx[2], dw[2] = {w, w}, db[2] = {bias, bias};
+    for (int winograd = 0; winograd < 2; ++winograd) {
+      dx[winograd].assign(x.size(), 0.f);
+      conv.BackwardData(dy.data(), w.data(), dx[winograd].data(), &ws, winograd == 1);
+      conv.BackwardWeights(x.data(), dy.data(), dw[winograd].data(), db[winograd].data(), &ws,
+                           winograd == 1);
+    }
+    ExpectClose(dx[1], dx[0], what + "backward data");
+    ExpectClose(dw[1], dw[0], what + "weight diff (accumulated)");
+    ExpectClose(db[1], db[0], what + "bias diff (accumulated)");
   }
-  std::vector<float> dx[2], dw[2] = {w, w}, db[2] = {bias, bias};
-  for (int winograd = 0; winograd < 2; ++winograd) {
-    dx[winograd].assign(x.size(), 0.f);
-    conv.BackwardData(dy.data(), w.data(), dx[winograd].data(), &ws, winograd == 1);
-    conv.BackwardWeights(x.data(), dy.data(), dw[winograd].data(), db[winograd].data(), &ws,
-                         winograd == 1);
-  }
-  ExpectClose(dx[1], dx[0], "backward data");
-  ExpectClose(dw[1], dw[0], "weight diff (accumulated)");
-  ExpectClose(db[1], db[0], "bias diff (accumulated)");
   // The layer on this geometry races it as a third kernel.
   const LayerParameter param = ConvParam("num_output: 32 kernel_size: 3 pad: 1");
   const ConvResult automatic = RunConv(param, geometry.input, CpuEngine::kAuto, 12);
