@@ -15,8 +15,9 @@
 // where it has them (AVX-512): F(4x4, 3x3), fewer multiplications, results within float rounding
 // of the direct ones (about twice their rounding error; a fused ReLU there gives -0 where crema's
 // ReLU gives +0); the layer's engine race (CpuKernel) decides per direction whether they run.
-// Measured on a Zen 4 core (1 thread, batch 8): ResNet-50's 3x3 convolutions at 56x56, 28x28 and
-// 14x14 took 0.55-0.95x the direct time; at 7x7 1.2-1.6x.
+// Measured on a Zen 4 core (1 thread): ResNet-50's 3x3 convolutions took 0.4-0.6x the direct
+// time in training (batch 8, forward and backward, reorders included), and 0.3-0.75x in inference
+// (batch 1, the inference primitive); training's primitive at 7x7 and batch 1 took 3x.
 //
 // oneDNN types stay in the .cpp (compiled with CREMA_WITH_DNNL); without oneDNN in the build
 // Prepare() declines every geometry and crema's kernels run.
