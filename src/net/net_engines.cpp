@@ -145,8 +145,8 @@ void Net::PrepareCpuEngines() {
   if (fold_stale_) ApplyFold();
   const fs::path cache_file = ChoiceCacheFile();
   const ChoiceCache cache = cache_file.empty() ? ChoiceCache() : ReadChoiceCache(cache_file);
-  ChoiceCache decided;
-  int from_cache = 0;
+  ChoiceCache decided;  // by this call: a later layer of the same key and shape takes it too
+  int from_cache = 0, from_same = 0;
   for (int i = 0; i < num_layers(); ++i) {
     if (folded_into_[i] >= 0 || bottom_vecs_[i].empty()) continue;
     Layer* layer = forward_layer(i);
@@ -159,10 +159,15 @@ void Net::PrepareCpuEngines() {
       return StrCat(key, " ", direction, " ", ShapeText(shape));
     };
     for (const char* direction : {"forward", "backward"}) {
-      const auto it = cache.find(cache_key(direction));
-      if (it != cache.end() && !choice->Decided(direction, shape)) {
+      if (choice->Decided(direction, shape)) continue;
+      if (const auto it = cache.find(cache_key(direction)); it != cache.end()) {
         choice->Restore({direction, shape, it->second});
         ++from_cache;
+      } else if (const auto same = decided.find(cache_key(direction)); same != decided.end()) {
+        // An identical layer on the same shape raced already (ResNet's repeated blocks): the
+        // cache would give this one its decision in the next run anyway.
+        choice->Restore({direction, shape, same->second});
+        ++from_same;
       }
     }
     if (choice->Decided("forward", shape) && (!backward || choice->Decided("backward", shape)))
@@ -214,6 +219,9 @@ void Net::PrepareCpuEngines() {
   if (from_cache > 0)
     LOG(INFO) << "net \"" << name_ << "\": " << from_cache << " CPU engine choices from "
               << cache_file.string();
+  if (from_same > 0)
+    LOG(INFO) << "net \"" << name_ << "\": " << from_same
+              << " CPU engine choices taken from identical layers on the same shapes";
   if (!cache_file.empty() && !decided.empty()) WriteChoiceCache(cache_file, decided);
 }
 

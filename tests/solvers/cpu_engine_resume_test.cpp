@@ -200,5 +200,49 @@ TEST_F(CpuEngineResume, PreparingLeavesTheNetAsItWas) {
   }
 }
 
+// Layers of one configuration on one shape (ResNet's repeated blocks) race once: the later ones
+// take the first one's decisions and never run a pass of their own. A layer of another
+// configuration races for itself.
+TEST_F(CpuEngineResume, IdenticalLayersRaceOnce) {
+  if (!DnnlBuilt()) GTEST_SKIP() << "built without oneDNN: no engine to choose";
+  setenv("CREMA_CPU_ENGINE_CACHE", "off", 1);
+  NetParameter param;
+  ASSERT_TRUE(google::protobuf::TextFormat::ParseFromString(
+      R"(layer { name: "data" type: "Input" top: "data"
+                 input_param { shape { dim: 2 dim: 16 dim: 10 dim: 10 } } }
+         layer { name: "a" type: "Convolution" bottom: "data" top: "a"
+                 convolution_param { num_output: 16 kernel_size: 3 pad: 1
+                                     weight_filler { type: "gaussian" std: 0.1 } } }
+         layer { name: "b" type: "Convolution" bottom: "a" top: "b"
+                 convolution_param { num_output: 16 kernel_size: 3 pad: 1
+                                     weight_filler { type: "gaussian" std: 0.1 } } }
+         layer { name: "c" type: "Convolution" bottom: "b" top: "c"
+                 convolution_param { num_output: 16 kernel_size: 1
+                                     weight_filler { type: "gaussian" std: 0.1 } } }
+         layer { name: "loss" type: "EuclideanLoss" bottom: "c" bottom: "data" top: "loss" })",
+      &param));
+  NetOptions options;
+  options.verbose = false;
+  Net net(param, options);
+  net.PrepareCpuEngines();
+  const std::vector<int> shape = net.blob_by_name("data")->shape();
+  const CpuEngineChoice* a = net.layer_by_name("a")->cpu_engine_choice();
+  const CpuEngineChoice* b = net.layer_by_name("b")->cpu_engine_choice();
+  const CpuEngineChoice* c = net.layer_by_name("c")->cpu_engine_choice();
+  ASSERT_TRUE(a != nullptr && b != nullptr && c != nullptr);
+  EXPECT_STRNE(a->last(), "");  // raced
+  EXPECT_STREQ(b->last(), "");  // took a's decisions without a pass
+  EXPECT_STRNE(c->last(), "");  // another configuration: raced
+  const auto kernels = [&](const CpuEngineChoice* choice) {
+    std::vector<CpuKernel> decided;
+    for (const char* direction : {"forward", "backward"})
+      for (const CpuEngineChoice::Decision& d : choice->Decisions())
+        if (d.direction == direction && d.shape == shape) decided.push_back(d.kernel);
+    return decided;
+  };
+  EXPECT_EQ(kernels(a).size(), 2u);
+  EXPECT_EQ(kernels(b), kernels(a));
+}
+
 }  // namespace
 }  // namespace crema
