@@ -60,15 +60,6 @@ mkdir -p "$logs"
 "$python" bench/nets.py "$dir" --cpu || exit 1
 for net in "${nets[@]}"; do
   [ -f "$dir/$net.prototxt" ] || { echo "cpu_bench.sh: unknown net $net" >&2; exit 2; }
-  # Caffe's SGD with the update PyTorch's torch.optim.SGD(lr, momentum, weight_decay) does.
-  cat >"$dir/$net.solver.prototxt" <<EOF
-net: "$dir/$net.prototxt"
-base_lr: 0.000001
-momentum: 0.9
-weight_decay: 0.0005
-lr_policy: "fixed"
-max_iter: 2000000000
-EOF
 done
 
 start=$(date +%s)

@@ -12,7 +12,7 @@ NAME (a file name, without .prototxt) at batch B, besides or instead of the mode
 by a DummyData layer (3x224x224 unless said otherwise, and a label; constant, so that no time goes
 to generating inputs) and ends in SoftmaxWithLoss, with the layer structure of the published Caffe
 definitions. bench/torch_train.py builds the PyTorch equivalent of each file, so both frameworks
-run the same net.
+run the same net. Beside each NAME.prototxt, NAME.solver.prototxt trains it with plain SGD (SOLVER).
 """
 import os
 import sys
@@ -237,6 +237,17 @@ CPU_NETS = {"bvlc_googlenet": googlenet}
 SMALL_BATCH = {"lenet": 64, "cifar10_quick": 100, "mobilenet_v1": 8, "resnet50": 8}
 
 
+# Caffe's SGD with the update PyTorch's torch.optim.SGD(lr, momentum, weight_decay) does (the
+# settings bench/torch_train.py is given), for `crema time --solver` and `caffe time`.
+SOLVER = """net: "{net}"
+base_lr: 0.000001
+momentum: 0.9
+weight_decay: 0.0005
+lr_policy: "fixed"
+max_iter: 2000000000
+"""
+
+
 def main(argv):
     usage = "usage: nets.py OUTDIR [--cpu | --small] [--batch NAME=B ...]"
     outdir, mode, batch = None, None, {}
@@ -279,8 +290,11 @@ def main(argv):
     os.makedirs(outdir, exist_ok=True)
     for name, b in sizes.items():
         make = NETS.get(name) or CPU_NETS[name]
-        with open(os.path.join(outdir, name + ".prototxt"), "w") as f:
+        net = os.path.abspath(os.path.join(outdir, name + ".prototxt"))
+        with open(net, "w") as f:
             f.write((make() if b is None else make(b)).text())
+        with open(os.path.join(outdir, name + ".solver.prototxt"), "w") as f:
+            f.write(SOLVER.format(net=net))
 
 
 if __name__ == "__main__":
