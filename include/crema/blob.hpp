@@ -75,6 +75,14 @@ class SyncedMemory {
   // copy is the newer one.
   void PushToDevice();
   void DeviceWritten();
+  // Zeroes the host copy without writing it now: the next access writes the zeros, unless it is
+  // mutable_cpu_data_to_add's, whose caller overwrites the buffer instead of adding into it (so a
+  // gradient cleared before each pass is written once, not zeroed, read and written). Where the
+  // device copy is the newer one, zeroes at once on the device.
+  void ZeroLazily();
+  // The host buffer for a caller that adds into it (gradients accumulate): `*zero` says whether
+  // it is zeroed lazily, in which case the caller must write every element rather than add.
+  void* mutable_cpu_data_to_add(bool* zero);
   // A number that changes whenever the buffer may have been written: mutable_cpu_data(),
   // mutable_gpu_data(), set_cpu_data(), DeviceWritten() and MarkWritten() each take a new one,
   // unique across all buffers of the process. Caches of values derived from a buffer (oneDNN's
@@ -114,6 +122,7 @@ class SyncedMemory {
   std::shared_ptr<SyncedMemory> arena_;  // views only
   size_t offset_ = 0;
   int channel_block_ = 0;
+  bool zero_pending_ = false;  // ZeroLazily: the host copy is zeros not yet written
   uint64_t generation_ = NewGeneration();
   static uint64_t NewGeneration();
 };
@@ -177,6 +186,14 @@ class Blob {
     CheckType<T>();
     return static_cast<T*>(diff_->mutable_cpu_data());
   }
+  // The diff for a writer that adds into it (parameter gradients: Net::ClearParamDiffs zeroes
+  // them lazily on the CPU): when `*zero` comes back true the writer overwrites every element
+  // instead of adding, the same values without reading or zeroing the buffer first.
+  template <typename T>
+  T* mutable_cpu_diff_to_add(bool* zero) {
+    CheckType<T>();
+    return static_cast<T*>(diff_->mutable_cpu_data_to_add(zero));
+  }
   template <typename T>
   const T* gpu_data() const {
     CheckType<T>();
@@ -221,6 +238,8 @@ class Blob {
   // Fills with zeros.
   void SetDataZero();
   void SetDiffZero();
+  // SetDiffZero through SyncedMemory::ZeroLazily (see mutable_cpu_diff_to_add).
+  void SetDiffZeroLazily();
   double asum_data() const;
   double asum_diff() const;
   double sumsq_data() const;

@@ -241,6 +241,8 @@ class Net {
   void ClearParamDiffs();
   // data -= diff for every learnable parameter that owns its memory.
   void Update();
+  // What Update does besides the subtraction, for a solver whose own step already subtracted.
+  void ParamsUpdated();
   // Makes this net use `other`'s learned parameter memory (test nets share the train net's).
   void ShareTrainedLayersWith(const Net& other);
 

@@ -160,11 +160,13 @@ void ConvolutionLayer::BackwardDnnl(const BlobVec& top, const std::vector<bool>&
   const bool weight_down = param_propagate_down(0);
   const bool bias_down = bias_term_ && param_propagate_down(1);
   for (size_t i = 0; i < top.size(); ++i) {
-    if (weight_down || bias_down)
-      dnnl_->BackwardWeights(bottom[i]->cpu_data<float>(), top[i]->cpu_diff<float>(),
-                             weight_down ? blobs_[0]->mutable_cpu_diff<float>() : nullptr,
-                             bias_down ? blobs_[1]->mutable_cpu_diff<float>() : nullptr,
-                             &workspace(), winograd);
+    if (weight_down || bias_down) {
+      bool dw_zero = false, db_zero = false;
+      float* dw = weight_down ? blobs_[0]->mutable_cpu_diff_to_add<float>(&dw_zero) : nullptr;
+      float* db = bias_down ? blobs_[1]->mutable_cpu_diff_to_add<float>(&db_zero) : nullptr;
+      dnnl_->BackwardWeights(bottom[i]->cpu_data<float>(), top[i]->cpu_diff<float>(), dw, db,
+                             &workspace(), winograd, dw_zero, db_zero);
+    }
     if (propagate_down[i])
       dnnl_->BackwardData(top[i]->cpu_diff<float>(), blobs_[0]->cpu_data<float>(),
                           bottom[i]->mutable_cpu_diff<float>(), &workspace(), winograd);

@@ -147,11 +147,21 @@ DnnlConvolution::~DnnlConvolution() = default;
 namespace {
 
 // The geometries oneDNN's Winograd convolution may take (it decides the rest: AVX-512, channels).
+// Groups run one by one, each on its channels of the whole tensors: a group's channels are then
+// whole 16-channel blocks, so that they keep their place in a channel-blocked tensor too.
 bool WinogradShape(const DnnlConvGeometry& g) {
-  if (g.input.size() != 4 || g.group != 1 || g.filter[2] != 3 || g.filter[3] != 3) return false;
+  if (g.input.size() != 4 || g.filter[2] != 3 || g.filter[3] != 3) return false;
+  if (g.group > 1 && (g.input[1] / g.group % 16 != 0 || g.output[1] / g.group % 16 != 0))
+    return false;
   for (size_t i = 0; i < 2; ++i)
     if (g.stride[i] != 1 || g.dilation[i] != 1) return false;
   return true;
+}
+
+int64_t Count(const std::vector<int>& dims, size_t from) {
+  int64_t n = 1;
+  for (size_t i = from; i < dims.size(); ++i) n *= dims[i];
+  return n;
 }
 
 }  // namespace
@@ -164,7 +174,7 @@ bool DnnlConvolution::Prepare(const DnnlConvGeometry& geometry) {
   impl.supported = false;
   impl.backward_ready = false;
   impl.post_ops.clear();
-  winograd_.reset();
+  winograd_.clear();
   try {
     impl.Create(geometry);
     impl.supported = true;
@@ -175,16 +185,33 @@ bool DnnlConvolution::Prepare(const DnnlConvGeometry& geometry) {
               << " (" << e.what() << "); crema's kernels run it";
     return false;
   }
+  const int groups = geometry.group;
+  group_step_ = {Count(geometry.input, 1) / groups, Count(geometry.output, 1) / groups,
+                 Count(geometry.filter, 0) / groups, geometry.output[1] / groups};
   if (WinogradShape(geometry)) {
-    auto winograd = std::make_unique<Impl>();
-    winograd->algorithm = dnnl::algorithm::convolution_winograd;
-    winograd->geometry = geometry;
+    DnnlConvGeometry one = geometry;  // one group's convolution
+    one.input[1] /= groups;
+    one.output[1] /= groups;
+    one.filter[0] /= groups;
+    one.group = 1;
+    std::vector<std::unique_ptr<Impl>> made;
     try {
-      winograd->Create(geometry);
-      winograd->prepared = winograd->supported = true;
+      // One per group (each keeps its own group's weights when forward-only).
+      for (int g = 0; g < groups; ++g) {
+        auto winograd = std::make_unique<Impl>();
+        winograd->algorithm = dnnl::algorithm::convolution_winograd;
+        winograd->geometry = one;
+        winograd->Create(one);
+        if (groups > 1) {
+          winograd->src_whole = Dims(geometry.input);
+          winograd->dst_whole = Dims(geometry.output);
+        }
+        winograd->prepared = winograd->supported = true;
+        made.push_back(std::move(winograd));
+      }
       VLOG(1) << "oneDNN convolution " << ShapeText(geometry.input) << ": Winograd fwd "
-              << ImplName(winograd->fwd_pd);
-      winograd_ = std::move(winograd);
+              << ImplName(made[0]->fwd_pd) << (groups > 1 ? " per group" : "");
+      winograd_ = std::move(made);
     } catch (const dnnl::error&) {
       // None on this CPU or for these channels: the direct convolution only.
     }
@@ -194,26 +221,51 @@ bool DnnlConvolution::Prepare(const DnnlConvGeometry& geometry) {
 
 void DnnlConvolution::Forward(const float* x, const float* w, const float* bias, float* y,
                               Workspace* ws, const Io& io) {
-  Impl* impl = &Pick(io.winograd);
   const Impl::ForwardIo forward_io{io.weights_generation, io.src_block, io.dst_block, io.sum};
-  if (!io.sum && io.relu == nullptr) return impl->Forward(x, w, bias, y, ws, forward_io);
-  Impl::PostOps* with = &impl->WithPostOps(io.sum, io.relu);
-  if (!with->taken) {  // Winograd without these post-ops: the direct convolution, which has them
-    impl = impl_.get();
-    with = &impl->WithPostOps(io.sum, io.relu);
+  const bool post_ops = io.sum || io.relu != nullptr;
+  // Winograd where it takes the post-ops (else the direct convolution, which has them).
+  if (io.winograd && HasWinograd() &&
+      (!post_ops || winograd_[0]->WithPostOps(io.sum, io.relu).taken)) {
+    for (size_t g = 0; g < winograd_.size(); ++g) {
+      Impl& impl = *winograd_[g];
+      const float* group_bias = bias != nullptr ? bias + g * group_step_.bias : nullptr;
+      const float* group_x = x + g * group_step_.input;
+      const float* group_w = w + g * group_step_.weights;
+      float* group_y = y + g * group_step_.output;
+      if (!post_ops) {
+        impl.Forward(group_x, group_w, group_bias, group_y, ws, forward_io);
+      } else {
+        Impl::PostOps& with = impl.WithPostOps(io.sum, io.relu);
+        impl.ForwardWith(with.primitive, with.pd, group_x, group_w, group_bias, group_y, ws,
+                         forward_io);
+      }
+    }
+    return;
   }
-  CREMA_ASSERT(with->taken, "oneDNN's convolution does not take the post-ops");
-  impl->ForwardWith(with->primitive, with->pd, x, w, bias, y, ws, forward_io);
+  if (!post_ops) return impl_->Forward(x, w, bias, y, ws, forward_io);
+  Impl::PostOps& with = impl_->WithPostOps(io.sum, io.relu);
+  CREMA_ASSERT(with.taken, "oneDNN's convolution does not take the post-ops");
+  impl_->ForwardWith(with.primitive, with.pd, x, w, bias, y, ws, forward_io);
 }
 
 void DnnlConvolution::BackwardData(const float* dy, const float* w, float* dx, Workspace* ws,
                                    bool winograd) {
-  Pick(winograd).BackwardData(dy, w, dx, ws);
+  if (!winograd || !HasWinograd()) return impl_->BackwardData(dy, w, dx, ws);
+  for (size_t g = 0; g < winograd_.size(); ++g)
+    winograd_[g]->BackwardData(dy + g * group_step_.output, w + g * group_step_.weights,
+                               dx + g * group_step_.input, ws);
 }
 
 void DnnlConvolution::BackwardWeights(const float* x, const float* dy, float* dw, float* db,
-                                      Workspace* ws, bool winograd) {
-  Pick(winograd).BackwardWeights(x, dy, dw, db, ws);
+                                      Workspace* ws, bool winograd, bool overwrite_dw,
+                                      bool overwrite_db) {
+  if (!winograd || !HasWinograd())
+    return impl_->BackwardWeights(x, dy, dw, db, ws, overwrite_dw, overwrite_db);
+  for (size_t g = 0; g < winograd_.size(); ++g)
+    winograd_[g]->BackwardWeights(x + g * group_step_.input, dy + g * group_step_.output,
+                                  dw != nullptr ? dw + g * group_step_.weights : nullptr,
+                                  db != nullptr ? db + g * group_step_.bias : nullptr, ws,
+                                  overwrite_dw, overwrite_db);
 }
 
 #else  // without oneDNN in the build: every geometry stays on crema's kernels
@@ -229,8 +281,8 @@ void DnnlConvolution::Forward(const float*, const float*, const float*, float*, 
 void DnnlConvolution::BackwardData(const float*, const float*, float*, Workspace*, bool) {
   CREMA_ASSERT(false, "oneDNN is not in this build");
 }
-void DnnlConvolution::BackwardWeights(const float*, const float*, float*, float*, Workspace*,
-                                      bool) {
+void DnnlConvolution::BackwardWeights(const float*, const float*, float*, float*, Workspace*, bool,
+                                      bool, bool) {
   CREMA_ASSERT(false, "oneDNN is not in this build");
 }
 

@@ -11,8 +11,9 @@
 // them reordered while the blob's generation stays (ResNet-50 inference at batch 1: the weight
 // reorders were a sixth of oneDNN's time, the activations' a thirteenth).
 // Weight and bias diffs accumulate (+=) as in Caffe; the bottom diff is overwritten.
-// 3x3 convolutions of stride 1 (no dilation, no groups) also get oneDNN's Winograd primitives
-// where it has them (AVX-512): F(4x4, 3x3), fewer multiplications, results within float rounding
+// 3x3 convolutions of stride 1 (no dilation; groups of whole 16-channel blocks run group by group,
+// each on its channels of the whole tensors) also get oneDNN's Winograd primitives where it has
+// them (AVX-512): F(4x4, 3x3), fewer multiplications, results within float rounding
 // of the direct ones (about twice their rounding error; a fused ReLU there gives -0 where crema's
 // ReLU gives +0); the layer's engine race (CpuKernel) decides per direction whether they run.
 // Measured on a Zen 4 core (1 thread): ResNet-50's 3x3 convolutions took 0.4-0.6x the direct
@@ -54,7 +55,7 @@ class DnnlConvolution {
   bool Prepare(const DnnlConvGeometry& geometry);
   // Whether the prepared geometry has Winograd primitives too (Io::winograd, the backward passes'
   // `winograd`).
-  bool HasWinograd() const { return winograd_ != nullptr; }
+  bool HasWinograd() const { return !winograd_.empty(); }
 
   // How a forward pass reads and writes: with `weights_generation` (not 0: the weights blob's
   // data_generation()), w in oneDNN's layout is kept for the next calls with the same weights;
@@ -76,15 +77,20 @@ class DnnlConvolution {
   // dx = conv^T(dy, w) (overwrites); `winograd`: through the Winograd primitive (HasWinograd).
   void BackwardData(const float* dy, const float* w, float* dx, Workspace* ws,
                     bool winograd = false);
-  // dw += dW(x, dy); db += sum of dy per channel (null outputs are skipped).
+  // dw += dW(x, dy); db += sum of dy per channel (null outputs are skipped); `overwrite_dw`/
+  // `overwrite_db`: written instead (the buffer is zeroed lazily: Blob::mutable_cpu_diff_to_add).
   void BackwardWeights(const float* x, const float* dy, float* dw, float* db, Workspace* ws,
-                       bool winograd = false);
+                       bool winograd = false, bool overwrite_dw = false, bool overwrite_db = false);
 
  private:
   struct Impl;
-  Impl& Pick(bool winograd) { return winograd && winograd_ ? *winograd_ : *impl_; }
-  std::unique_ptr<Impl> impl_;      // the direct convolution
-  std::unique_ptr<Impl> winograd_;  // null: none for this geometry
+  std::unique_ptr<Impl> impl_;  // the direct convolution
+  // The Winograd convolution, one per group (empty: none for this geometry).
+  std::vector<std::unique_ptr<Impl>> winograd_;
+  // Elements from one group's first to the next's, in x, y, w and the bias.
+  struct GroupStep {
+    int64_t input = 0, output = 0, weights = 0, bias = 0;
+  } group_step_;
 };
 
 }  // namespace crema

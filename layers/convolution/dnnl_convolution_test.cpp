@@ -8,6 +8,7 @@
 #include <algorithm>
 #include <cmath>
 #include <cstring>
+#include <limits>
 #include <string>
 #include <vector>
 
@@ -248,8 +249,9 @@ std::vector<float> Gaussian(size_t n, uint64_t seed) {
 
 // oneDNN's Winograd convolution (3x3, stride 1) against its direct one: forward (plain, and with
 // the fused ReLU and the sum post-ops, which it may hand to the direct one), backward data and
-// weights, within float rounding, for training and for a forward-only layer. Other geometries
-// have none.
+// weights (accumulated, and overwritten where the gradient was zeroed lazily), within float
+// rounding, for training and for a forward-only layer; with groups (run group by group on the
+// whole tensors) also on channel-blocked tensors. Other geometries have none.
 TEST(DnnlConvolutionWinograd, MatchesTheDirectConvolution) {
   if (!DnnlBuilt()) GTEST_SKIP() << "crema is built without oneDNN";
   const DnnlConvGeometry geometry{
@@ -257,42 +259,65 @@ TEST(DnnlConvolutionWinograd, MatchesTheDirectConvolution) {
   DnnlConvolution conv;
   ASSERT_TRUE(conv.Prepare(geometry));
   if (!conv.HasWinograd()) GTEST_SKIP() << "oneDNN has no Winograd convolution on this CPU";
-  const std::vector<float> x = Gaussian(2 * 16 * 144, 1), w = Gaussian(32 * 16 * 9, 2),
-                           bias = Gaussian(32, 3), dy = Gaussian(2 * 32 * 144, 4),
-                           start = Gaussian(2 * 32 * 144, 5);
-  Workspace ws;
+  DnnlConvGeometry grouped = geometry;  // two groups of 16 channels in, 16 out
+  grouped.input = {2, 32, 12, 12};
+  grouped.group = 2;
   const float slope = 0.1f;
-  // Training's primitives, then a forward-only layer's (oneDNN's inference Winograd, its weights
-  // transformed once and kept; its backward, should one run, still works).
-  for (const bool forward_only : {false, true}) {
-    DnnlConvGeometry g = geometry;
-    g.forward_only = forward_only;
-    ASSERT_TRUE(conv.Prepare(g));
-    ASSERT_TRUE(conv.HasWinograd());
-    const std::string what = forward_only ? "forward-only " : "training ";
-    for (int post = 0; post < 3; ++post) {  // none, ReLU, sum + ReLU
-      std::vector<float> y[2] = {start, start};
-      for (int winograd = 0; winograd < 2; ++winograd) {
-        DnnlConvolution::Io io;
-        io.weights_generation = forward_only ? 1 : 0;
-        io.relu = post > 0 ? &slope : nullptr;
-        io.sum = post == 2;
-        io.winograd = winograd == 1;
-        conv.Forward(x.data(), w.data(), bias.data(), y[winograd].data(), &ws, io);
+  const float nan = std::numeric_limits<float>::quiet_NaN();
+  Workspace ws;
+  for (const DnnlConvGeometry& shape : {geometry, grouped}) {
+    const int64_t xs = 2 * shape.input[1] * 144, ys = 2 * 32 * 144, ws_count = 32 * 16 * 9;
+    const std::vector<float> x = Gaussian(xs, 1), w = Gaussian(ws_count, 2), bias = Gaussian(32, 3),
+                             dy = Gaussian(ys, 4), start = Gaussian(ys, 5);
+    // Training's primitives, then a forward-only layer's (oneDNN's inference Winograd, its
+    // weights transformed once and kept; its backward, should one run, still works).
+    for (const bool forward_only : {false, true}) {
+      DnnlConvGeometry g = shape;
+      g.forward_only = forward_only;
+      ASSERT_TRUE(conv.Prepare(g));
+      ASSERT_TRUE(conv.HasWinograd()) << "group " << g.group;
+      const std::string what = StrCat("group ", g.group, forward_only ? " forward-only " : " ");
+      const int blocks = g.group > 1 ? 2 : 1;  // plain, then (grouped) channel-blocked by 16
+      for (int post = 0; post < 3; ++post) {   // none, ReLU, sum + ReLU
+        for (int block = 0; block < blocks; ++block) {
+          std::vector<float> y[2] = {start, start};
+          for (int winograd = 0; winograd < 2; ++winograd) {
+            DnnlConvolution::Io io;
+            io.weights_generation = forward_only ? 1 : 0;
+            io.relu = post > 0 ? &slope : nullptr;
+            io.sum = post == 2;
+            io.winograd = winograd == 1;
+            io.src_block = io.dst_block = block * 16;
+            conv.Forward(x.data(), w.data(), bias.data(), y[winograd].data(), &ws, io);
+          }
+          ExpectClose(y[1], y[0], StrCat(what, "forward, post-ops ", post, " block ", block));
+        }
       }
-      ExpectClose(y[1], y[0], what + "forward, post-ops " + std::to_string(post));
+      std::vector<float> dx[2], dw[2] = {w, w}, db[2] = {bias, bias};
+      std::vector<float> dw_zeroed[2], db_zeroed[2];
+      for (int winograd = 0; winograd < 2; ++winograd) {
+        dx[winograd].assign(x.size(), 0.f);
+        conv.BackwardData(dy.data(), w.data(), dx[winograd].data(), &ws, winograd == 1);
+        conv.BackwardWeights(x.data(), dy.data(), dw[winograd].data(), db[winograd].data(), &ws,
+                             winograd == 1);
+        // Overwritten: what accumulating into zeros gives (the NaNs are never read).
+        dw_zeroed[winograd].assign(w.size(), nan);
+        db_zeroed[winograd].assign(bias.size(), nan);
+        conv.BackwardWeights(x.data(), dy.data(), dw_zeroed[winograd].data(),
+                             db_zeroed[winograd].data(), &ws, winograd == 1, true, true);
+        for (size_t i = 0; i < w.size(); ++i) dw_zeroed[winograd][i] += w[i];
+        for (size_t i = 0; i < bias.size(); ++i) db_zeroed[winograd][i] += bias[i];
+      }
+      ExpectClose(dx[1], dx[0], what + "backward data");
+      ExpectClose(dw[1], dw[0], what + "weight diff (accumulated)");
+      ExpectClose(db[1], db[0], what + "bias diff (accumulated)");
+      for (int winograd = 0; winograd < 2; ++winograd) {
+        ExpectClose(dw_zeroed[winograd], dw[winograd], what + "weight diff (overwritten)");
+        ExpectClose(db_zeroed[winograd], db[winograd], what + "bias diff (overwritten)");
+      }
     }
-    std::vector<float> dx[2], dw[2] = {w, w}, db[2] = {bias, bias};
-    for (int winograd = 0; winograd < 2; ++winograd) {
-      dx[winograd].assign(x.size(), 0.f);
-      conv.BackwardData(dy.data(), w.data(), dx[winograd].data(), &ws, winograd == 1);
-      conv.BackwardWeights(x.data(), dy.data(), dw[winograd].data(), db[winograd].data(), &ws,
-                           winograd == 1);
-    }
-    ExpectClose(dx[1], dx[0], what + "backward data");
-    ExpectClose(dw[1], dw[0], what + "weight diff (accumulated)");
-    ExpectClose(db[1], db[0], what + "bias diff (accumulated)");
   }
+  ASSERT_TRUE(conv.Prepare(geometry));
   // The layer on this geometry races it as a third kernel.
   const LayerParameter param = ConvParam("num_output: 32 kernel_size: 3 pad: 1");
   const ConvResult automatic = RunConv(param, geometry.input, CpuEngine::kAuto, 12);

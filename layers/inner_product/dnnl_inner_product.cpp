@@ -80,8 +80,8 @@ void DnnlInnerProduct::BackwardData(const float* dy, const float* w, float* dx, 
 }
 
 void DnnlInnerProduct::BackwardWeights(const float* x, const float* dy, float* dw, float* db,
-                                       Workspace* ws) {
-  impl_->BackwardWeights(x, dy, dw, db, ws);
+                                       Workspace* ws, bool overwrite_dw, bool overwrite_db) {
+  impl_->BackwardWeights(x, dy, dw, db, ws, overwrite_dw, overwrite_db);
 }
 
 #else  // without oneDNN in the build: every geometry stays on crema's kernels
@@ -96,7 +96,8 @@ void DnnlInnerProduct::Forward(const float*, const float*, const float*, float*,
 void DnnlInnerProduct::BackwardData(const float*, const float*, float*, Workspace*) {
   CREMA_ASSERT(false, "oneDNN is not in this build");
 }
-void DnnlInnerProduct::BackwardWeights(const float*, const float*, float*, float*, Workspace*) {
+void DnnlInnerProduct::BackwardWeights(const float*, const float*, float*, float*, Workspace*, bool,
+                                       bool) {
   CREMA_ASSERT(false, "oneDNN is not in this build");
 }
 

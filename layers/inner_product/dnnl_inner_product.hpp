@@ -33,8 +33,10 @@ class DnnlInnerProduct {
   void Forward(const float* x, const float* w, const float* bias, float* y, Workspace* ws);
   // dx = dy W (overwrites).
   void BackwardData(const float* dy, const float* w, float* dx, Workspace* ws);
-  // dw += dy^T x; db += column sums of dy (null outputs are skipped).
-  void BackwardWeights(const float* x, const float* dy, float* dw, float* db, Workspace* ws);
+  // dw += dy^T x; db += column sums of dy (null outputs are skipped); `overwrite_dw`/
+  // `overwrite_db`: written instead (the buffer is zeroed lazily: Blob::mutable_cpu_diff_to_add).
+  void BackwardWeights(const float* x, const float* dy, float* dw, float* db, Workspace* ws,
+                       bool overwrite_dw = false, bool overwrite_db = false);
 
  private:
   struct Impl;

@@ -91,18 +91,22 @@ void InnerProductLayer::BackwardT(const BlobVec& top, const std::vector<bool>& p
   const T* top_diff = top[0]->cpu_diff<T>();
   if (param_propagate_down(0)) {
     const T* bottom_data = bottom[0]->cpu_data<T>();
-    T* weight_diff = blobs_[0]->mutable_cpu_diff<T>();
+    bool zero = false;
+    T* weight_diff = blobs_[0]->mutable_cpu_diff_to_add<T>(&zero);
+    const T beta = zero ? T(0) : T(1);
     if (transpose_) {
-      cpu::Gemm<T>(cpu::Trans::kYes, cpu::Trans::kNo, K_, N_, M_, T(1), bottom_data, top_diff, T(1),
+      cpu::Gemm<T>(cpu::Trans::kYes, cpu::Trans::kNo, K_, N_, M_, T(1), bottom_data, top_diff, beta,
                    weight_diff);
     } else {
-      cpu::Gemm<T>(cpu::Trans::kYes, cpu::Trans::kNo, N_, K_, M_, T(1), top_diff, bottom_data, T(1),
+      cpu::Gemm<T>(cpu::Trans::kYes, cpu::Trans::kNo, N_, K_, M_, T(1), top_diff, bottom_data, beta,
                    weight_diff);
     }
   }
   if (bias_term_ && param_propagate_down(1)) {
-    cpu::Gemv<T>(cpu::Trans::kYes, M_, N_, T(1), top_diff, bias_multiplier_.cpu_data<T>(), T(1),
-                 blobs_[1]->mutable_cpu_diff<T>());
+    bool zero = false;
+    T* bias_diff = blobs_[1]->mutable_cpu_diff_to_add<T>(&zero);
+    cpu::Gemv<T>(cpu::Trans::kYes, M_, N_, T(1), top_diff, bias_multiplier_.cpu_data<T>(),
+                 zero ? T(0) : T(1), bias_diff);
   }
   if (propagate_down[0]) {
     cpu::Gemm<T>(cpu::Trans::kNo, transpose_ ? cpu::Trans::kYes : cpu::Trans::kNo, M_, K_, N_, T(1),
@@ -122,11 +126,13 @@ void InnerProductLayer::BackwardDnnl(const BlobVec& top, const std::vector<bool>
                                      const BlobVec& bottom) {
   const bool weight_down = param_propagate_down(0);
   const bool bias_down = bias_term_ && param_propagate_down(1);
-  if (weight_down || bias_down)
-    dnnl_->BackwardWeights(bottom[0]->cpu_data<float>(), top[0]->cpu_diff<float>(),
-                           weight_down ? blobs_[0]->mutable_cpu_diff<float>() : nullptr,
-                           bias_down ? blobs_[1]->mutable_cpu_diff<float>() : nullptr,
-                           &workspace());
+  if (weight_down || bias_down) {
+    bool dw_zero = false, db_zero = false;
+    float* dw = weight_down ? blobs_[0]->mutable_cpu_diff_to_add<float>(&dw_zero) : nullptr;
+    float* db = bias_down ? blobs_[1]->mutable_cpu_diff_to_add<float>(&db_zero) : nullptr;
+    dnnl_->BackwardWeights(bottom[0]->cpu_data<float>(), top[0]->cpu_diff<float>(), dw, db,
+                           &workspace(), dw_zero, db_zero);
+  }
   if (propagate_down[0])
     dnnl_->BackwardData(top[0]->cpu_diff<float>(), blobs_[0]->cpu_data<float>(),
                         bottom[0]->mutable_cpu_diff<float>(), &workspace());

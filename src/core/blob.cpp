@@ -273,6 +273,9 @@ void Blob::SetDataZero() {
 void Blob::SetDiffZero() {
   if (count_ > 0) ZeroMemory(diff_.get(), count_ * SizeOf(dtype_));
 }
+void Blob::SetDiffZeroLazily() {
+  if (count_ > 0) diff_->ZeroLazily();
+}
 
 // Half storage is reduced on the host (these are for tests, logging and --check-nan).
 #ifdef CREMA_WITH_CUDA

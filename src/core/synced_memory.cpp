@@ -107,6 +107,48 @@ void SyncedMemory::ToCpu() {
     case Head::kSynced:
       break;
   }
+  if (zero_pending_) {
+    std::memset(cpu_ptr_, 0, size_);
+    zero_pending_ = false;
+  }
+}
+
+void SyncedMemory::ZeroLazily() {
+#ifdef CREMA_WITH_CUDA
+  if (head_ == Head::kAtGpu || head_ == Head::kSynced) {  // in use on the device: zeroed there
+    gpu::Check(cudaMemsetAsync(gpu_ptr_, 0, size_, gpu::Stream()), "cudaMemsetAsync");
+    head_ = Head::kAtGpu;
+    MarkWritten();
+    return;
+  }
+#endif
+  if (head_ == Head::kUninitialized) return;  // zeros on first access anyway
+  zero_pending_ = true;
+  head_ = Head::kAtCpu;
+  MarkWritten();
+}
+
+void* SyncedMemory::mutable_cpu_data_to_add(bool* zero) {
+  *zero = zero_pending_;
+  zero_pending_ = false;
+  if (*zero) {  // (allocated: ZeroLazily saw the host copy in use)
+    MarkWritten();
+    return cpu_ptr_;
+  }
+  *zero = head_ == Head::kUninitialized;
+  if (*zero) {
+    // Zeros the caller overwrites: allocate without the memset.
+    if (arena_) {
+      cpu_ptr_ = arena_->HostBase() + offset_;
+    } else {
+      cpu_ptr_ = HostAlloc(size_);
+      own_cpu_data_ = true;
+    }
+    head_ = Head::kAtCpu;
+    MarkWritten();
+    return cpu_ptr_;
+  }
+  return mutable_cpu_data();
 }
 
 void SyncedMemory::PushToDevice() {
@@ -120,6 +162,7 @@ void SyncedMemory::DeviceWritten() {
 
 void SyncedMemory::ToGpu() {
 #ifdef CREMA_WITH_CUDA
+  if (zero_pending_) ToCpu();  // the zeros are copied like any host value
   switch (head_) {
     case Head::kUninitialized:
       if (arena_) {
@@ -184,6 +227,7 @@ void SyncedMemory::set_cpu_data(void* data) {
   if (own_cpu_data_) std::free(cpu_ptr_);
   cpu_ptr_ = data;
   own_cpu_data_ = false;
+  zero_pending_ = false;
   head_ = Head::kAtCpu;
   MarkWritten();
 }

@@ -358,18 +358,37 @@ void DnnlWeightedBackwardData(const dnnl::primitive& primitive, const dnnl::prim
               ws);
 }
 
+namespace {
+// `part` as the caller holds it: in a tensor of `whole` dims (none: `part` is the whole tensor),
+// channel-blocked by `block` (0: plain).
+memory::desc UserView(const memory::desc& part, const memory::dims& whole, int block) {
+  if (whole.empty()) return block > 0 ? DnnlChannelBlocked(part.dims(), block) : part;
+  return DnnlChannelBlocked(whole, block)
+      .submemory_desc(part.dims(), memory::dims(part.dims().size(), 0));
+}
+}  // namespace
+
+DnnlWeightedLayout DnnlWeightedLayout::User(int src_block, int dst_block) const {
+  DnnlWeightedLayout layout = *this;
+  layout.src = UserView(src, src_whole, src_block);
+  layout.dst = UserView(dst, dst_whole, dst_block);
+  return layout;
+}
+
 void DnnlWeightedBackwardWeights(const dnnl::primitive& primitive,
                                  const dnnl::primitive_desc_base& pd,
                                  const DnnlWeightedLayout& layout, const float* x, const float* dy,
-                                 float* dw, float* db, Workspace* ws) {
+                                 float* dw, float* db, Workspace* ws, bool overwrite_dw,
+                                 bool overwrite_db) {
   // oneDNN computes both diffs at once; one not asked for lands in scratch and is dropped.
   std::vector<DnnlOperand> ops = {
       {DNNL_ARG_SRC, layout.src, pd.src_desc(0), const_cast<float*>(x)},
       {DNNL_ARG_DIFF_DST, layout.dst, pd.diff_dst_desc(0), const_cast<float*>(dy)},
-      {DNNL_ARG_DIFF_WEIGHTS, layout.weights, pd.diff_weights_desc(0), dw, true, dw != nullptr}};
+      {DNNL_ARG_DIFF_WEIGHTS, layout.weights, pd.diff_weights_desc(0), dw, true,
+       dw != nullptr && !overwrite_dw}};
   if (layout.has_bias())
-    ops.push_back(
-        {DNNL_ARG_DIFF_BIAS, layout.bias, pd.diff_weights_desc(1), db, true, db != nullptr});
+    ops.push_back({DNNL_ARG_DIFF_BIAS, layout.bias, pd.diff_weights_desc(1), db, true,
+                   db != nullptr && !overwrite_db});
   DnnlExecute(primitive, pd.scratchpad_desc(), ops, ws);
 }
 

@@ -180,7 +180,13 @@ void DnnlExecute(const dnnl::primitive& primitive, const dnnl::memory::desc& scr
 // crema's plain tensors `layout`, through primitives whose descriptors may want other layouts.
 struct DnnlWeightedLayout {
   dnnl::memory::desc src, weights, bias, dst;  // bias: zero when the layer has none
+  // Non-empty: src and dst are one group's channels of tensors of these dims (a grouped
+  // convolution run group by group), at the first group's place; the caller moves the pointers.
+  dnnl::memory::dims src_whole, dst_whole;
   bool has_bias() const { return bias.get_size() > 0; }
+  // The layouts of the caller's tensors: x / y channel-blocked by `src_block` / `dst_block` (> 0)
+  // instead of plain, and one group's view of the whole tensors where there are groups.
+  DnnlWeightedLayout User(int src_block, int dst_block) const;
 };
 // y = op(x, w) (+ bias); with `read_y`, the primitive also reads y (a sum post-op).
 void DnnlWeightedForward(const dnnl::primitive& primitive, const dnnl::primitive_desc_base& pd,
@@ -190,11 +196,14 @@ void DnnlWeightedForward(const dnnl::primitive& primitive, const dnnl::primitive
 void DnnlWeightedBackwardData(const dnnl::primitive& primitive, const dnnl::primitive_desc_base& pd,
                               const DnnlWeightedLayout& layout, const float* dy, const float* w,
                               float* dx, Workspace* ws);
-// dw += dW(x, dy); db += db(dy); null outputs are skipped.
+// dw += dW(x, dy); db += db(dy); null outputs are skipped; an output whose `overwrite` is set
+// (its buffer zeroed lazily: Blob::mutable_cpu_diff_to_add) is written instead, without the
+// scratch copy and the addition.
 void DnnlWeightedBackwardWeights(const dnnl::primitive& primitive,
                                  const dnnl::primitive_desc_base& pd,
                                  const DnnlWeightedLayout& layout, const float* x, const float* dy,
-                                 float* dw, float* db, Workspace* ws);
+                                 float* dw, float* db, Workspace* ws, bool overwrite_dw = false,
+                                 bool overwrite_db = false);
 
 // Weights reordered into the layout a primitive wants, kept between calls while they come from
 // the same buffer at the same SyncedMemory::generation().
@@ -241,9 +250,7 @@ struct DnnlWeightedPrimitives : DnnlWeightedLayout {
                    const float* w, const float* bias, float* y, Workspace* ws,
                    const ForwardIo& io) {
     CREMA_ASSERT(supported, "oneDNN forward before a successful Prepare");
-    DnnlWeightedLayout layout = *this;
-    if (io.src_block > 0) layout.src = DnnlChannelBlocked(src.dims(), io.src_block);
-    if (io.dst_block > 0) layout.dst = DnnlChannelBlocked(dst.dims(), io.dst_block);
+    DnnlWeightedLayout layout = User(io.src_block, io.dst_block);
     if (io.weights_generation != 0 && pd.weights_desc() != weights) {
       layout.weights = pd.weights_desc();
       w = weight_cache.Get(weights, layout.weights, w, io.weights_generation);
@@ -254,14 +261,16 @@ struct DnnlWeightedPrimitives : DnnlWeightedLayout {
     CREMA_ASSERT(supported, "oneDNN backward before a successful Prepare");
     if (!backward_ready) CreateBackward();
     backward_ready = true;
-    DnnlWeightedBackwardData(bwd_data, bwd_data_pd, *this, dy, w, dx, ws);
+    DnnlWeightedBackwardData(bwd_data, bwd_data_pd, User(0, 0), dy, w, dx, ws);
   }
-  void BackwardWeights(const float* x, const float* dy, float* dw, float* db, Workspace* ws) {
+  void BackwardWeights(const float* x, const float* dy, float* dw, float* db, Workspace* ws,
+                       bool overwrite_dw = false, bool overwrite_db = false) {
     CREMA_ASSERT(supported, "oneDNN backward before a successful Prepare");
     if (dw == nullptr && db == nullptr) return;
     if (!backward_ready) CreateBackward();
     backward_ready = true;
-    DnnlWeightedBackwardWeights(bwd_weights, bwd_weights_pd, *this, x, dy, dw, db, ws);
+    DnnlWeightedBackwardWeights(bwd_weights, bwd_weights_pd, User(0, 0), x, dy, dw, db, ws,
+                                overwrite_dw, overwrite_db);
   }
 
   bool prepared = false, supported = false, backward_ready = false;

@@ -720,11 +720,16 @@ void Net::BackwardDebugInfo(int layer_id) {
 }
 
 void Net::ClearParamDiffs() {
-  for (Blob* p : learnable_params_) p->SetDiffZero();
+  // Lazily on the CPU: the layers that write a gradient first overwrite it instead of adding.
+  for (Blob* p : learnable_params_) p->SetDiffZeroLazily();
 }
 
 void Net::Update() {
   for (Blob* p : learnable_params_) p->Update();
+  ParamsUpdated();
+}
+
+void Net::ParamsUpdated() {
   if (fold_batch_norm_) fold_stale_ = true;
 }
 

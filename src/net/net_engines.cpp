@@ -208,7 +208,11 @@ void Net::PrepareCpuEngines() {
     for (int pass = 0; pass < CpuEngineChoice::kMaxRacePasses; ++pass) {
       set_layouts();
       layer->Forward(bottom, top);
-      if (backward) layer->Backward(top, bottom_need_backward_[i], bottom);
+      if (backward) {
+        // As in an iteration: the gradients cleared (lazily) before the layer writes them.
+        for (const BlobPtr& param : layer->blobs()) param->SetDiffZeroLazily();
+        layer->Backward(top, bottom_need_backward_[i], bottom);
+      }
       if (!choice->Racing("forward", shape) && !(backward && choice->Racing("backward", shape)))
         break;
     }

@@ -49,18 +49,19 @@ void SgdUpdate(int64_t n, T local_rate, T momentum, T* diff, T* history) {
   cpu::Copy(n, static_cast<const T*>(history), diff);
 }
 
-// Plain SGD's L2 regularization and update value on the CPU in one pass over each param, where
-// Regularize's axpy and SgdUpdate's axpby and copy take three (eight streams of the param's size
-// against five): history = momentum * history + rate * (diff + decay * w); diff = history.
-// Element-wise, so the same bits for any thread count.
+// Plain SGD's whole step on the CPU in one pass over each param, where Regularize's axpy,
+// SgdUpdate's axpby and copy and Blob::Update's subtraction take four (eleven streams of the
+// param's size against six): history = momentum * history + rate * (diff + decay * w);
+// diff = history; w -= diff. Element-wise, so the same bits for any thread count, and the bits of
+// the four one by one (w - h is what Blob::Update's w -= diff computes).
 template <typename T>
-void SgdL2Update(int64_t n, T local_rate, T momentum, T decay, const T* weights, T* diff,
-                 T* history) {
+void SgdL2Step(int64_t n, T local_rate, T momentum, T decay, T* weights, T* diff, T* history) {
 #pragma omp parallel for if (n > 65536)
   for (int64_t i = 0; i < n; ++i) {
     const T h = momentum * history[i] + local_rate * (diff[i] + decay * weights[i]);
     history[i] = h;
     diff[i] = h;
+    weights[i] = weights[i] - h;
   }
 }
 
@@ -160,27 +161,31 @@ void SGDSolver::UpdateParams(bool guard_nonfinite) {
   }
 #endif
   (void)guard_nonfinite;
-  // Plain SGD with L2 (or no) weight decay: regularization and update value in one pass.
+  // Plain SGD with L2 (or no) weight decay: regularization, update value and update in one pass.
   const bool fused_l2 = std::string(type()) == "SGD" &&
                         (param_.weight_decay() == 0 || param_.regularization_type() == "L2");
   for (int param_id = 0; param_id < num_params; ++param_id) {
     Normalize(param_id);
     Blob* blob = net_->learnable_params()[param_id];
-    if (fused_l2 && blob->count() > 0) {
+    if (fused_l2) {
+      if (blob->count() == 0) continue;
       const double decay =
           static_cast<double>(param_.weight_decay()) * net_->params_weight_decay()[param_id];
       const double local_rate = rate_ * net_->params_lr()[param_id];
-      CREMA_DISPATCH_FLOAT(blob->dtype(), T,
-                           SgdL2Update<T>(blob->count(), static_cast<T>(local_rate),
-                                          static_cast<T>(param_.momentum()), static_cast<T>(decay),
-                                          blob->cpu_data<T>(), blob->mutable_cpu_diff<T>(),
-                                          history_[param_id]->mutable_cpu_data<T>()));
+      CREMA_DISPATCH_FLOAT(
+          blob->dtype(), T,
+          SgdL2Step<T>(blob->count(), static_cast<T>(local_rate), static_cast<T>(param_.momentum()),
+                       static_cast<T>(decay), blob->mutable_cpu_data<T>(),
+                       blob->mutable_cpu_diff<T>(), history_[param_id]->mutable_cpu_data<T>()));
       continue;
     }
     Regularize(param_id);
     ComputeUpdateValue(param_id, rate_);
   }
-  net_->Update();
+  if (fused_l2)
+    net_->ParamsUpdated();
+  else
+    net_->Update();
 }
 
 void SGDSolver::ClipGradients() {

@@ -170,6 +170,38 @@ TEST(Blob, SharingAndCopies) {
   EXPECT_STREQ(DataTypeName(DataType::kFloat16), "float16");
 }
 
+// A gradient zeroed lazily (Net::ClearParamDiffs) reads as zeros through every accessor, also
+// through a blob sharing it; a writer that adds (mutable_cpu_diff_to_add) is told to overwrite
+// once, and adds after that; the buffer is never written with the zeros it skips.
+TEST(Blob, LazilyZeroedDiffs) {
+  Blob a(std::vector<int>{4}), shared(std::vector<int>{4});
+  Fill(&a, {1, 2, 3, 4}, /*diff=*/true);
+  shared.ShareDiff(a);
+  const uint64_t before = a.diff()->generation();
+  a.SetDiffZeroLazily();
+  EXPECT_NE(a.diff()->generation(), before);
+  bool zero = false;
+  float* diff = shared.mutable_cpu_diff_to_add<float>(&zero);
+  EXPECT_TRUE(zero);
+  EXPECT_EQ(diff[0], 1.f);  // the old value is there: nothing wrote the zeros
+  for (int i = 0; i < 4; ++i) diff[i] = static_cast<float>(10 + i);  // the writer overwrites
+  EXPECT_EQ(a.mutable_cpu_diff_to_add<float>(&zero), diff);
+  EXPECT_FALSE(zero);  // a second writer adds
+  EXPECT_EQ(Diff(a), (std::vector<double>{10, 11, 12, 13}));
+
+  // Read before any writer: zeros, and the next writer adds into them.
+  a.SetDiffZeroLazily();
+  EXPECT_EQ(Diff(shared), (std::vector<double>{0, 0, 0, 0}));
+  a.mutable_cpu_diff_to_add<float>(&zero);
+  EXPECT_FALSE(zero);
+  a.SetDiffZeroLazily();
+  EXPECT_EQ(a.asum_diff(), 0);
+  // A buffer never touched is allocated for the writer without being zeroed first.
+  Blob fresh(std::vector<int>{3});
+  fresh.SetDiffZeroLazily();
+  fresh.mutable_cpu_diff_to_add<float>(&zero);
+  EXPECT_TRUE(zero);
+}
 TEST(BlobDeathTest, TypedAccessOfTheWrongTypeIsABug) {
   Blob blob(std::vector<int>{2}, DataType::kFloat64);
   EXPECT_DEATH(blob.cpu_data<float>(), "blob holds float64 but float32 was requested");
