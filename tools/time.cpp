@@ -304,7 +304,7 @@ int RunTime(const std::vector<std::string>& args) {
       return;
     }
     graph->Run([&] {
-      if (train) net->ClearParamDiffs();
+      if (train) net->ClearParamDiffs(/*lazily=*/true);
       net->ForwardFrom(start);
       if (!train) return;
       net->BackwardTo(start);

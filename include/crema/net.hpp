@@ -238,7 +238,11 @@ class Net {
   // GPU and under the other policies. The solver calls it before its first iteration.
   void PrepareCpuEngines();
 
-  void ClearParamDiffs();
+  // Zeroes every learnable parameter's gradient. `lazily` (the solver's and `crema time`'s
+  // iterations): through Blob::SetDiffZeroLazily, so that the layers writing a gradient first
+  // overwrite it instead of adding; a pointer taken before (a numpy view of the diff) then still
+  // shows the old values until an accessor is called, hence not the default.
+  void ClearParamDiffs(bool lazily = false);
   // data -= diff for every learnable parameter that owns its memory.
   void Update();
   // What Update does besides the subtraction, for a solver whose own step already subtracted.

@@ -408,7 +408,7 @@ PYBIND11_MODULE(_crema, m) {
       .def("share_with", &Net::ShareTrainedLayersWith)
       .def("save", &SaveNet, py::arg("path"))
       .def("save_hdf5", [](const Net& n, const std::string& path) { n.ToHDF5(path); })
-      .def("clear_param_diffs", &Net::ClearParamDiffs)
+      .def("clear_param_diffs", [](Net& net) { net.ClearParamDiffs(); })
       .def("update", &Net::Update)
       .def("set_debug_info", &Net::set_debug_info)
       .def(

@@ -79,6 +79,22 @@ def test_forward_inputs_outputs_and_backward(small_net):
     np.testing.assert_allclose(diffs['data'], (top_diff * mask) @ w, rtol=1e-5, atol=1e-6)
 
 
+def test_clear_param_diffs_zeroes_the_views_held(small_net):
+    # A numpy view of a gradient taken before sees the zeros at once (Caffe's clear_param_diffs).
+    x = np.ones((2, 3), dtype=np.float32)
+    small_net.forward(data=x)
+    small_net.backward(ip=np.ones((2, 2), dtype=np.float32))
+    diff = small_net.params['ip'][0].diff
+    assert np.any(diff != 0)
+    small_net.clear_param_diffs()
+    assert np.all(diff == 0)
+    # The next backward accumulates into those zeros.
+    small_net.backward(ip=np.ones((2, 2), dtype=np.float32))
+    first = diff.copy()
+    small_net.backward(ip=np.ones((2, 2), dtype=np.float32))
+    np.testing.assert_allclose(diff, 2 * first, rtol=1e-6)
+
+
 def test_save_and_copy_from(small_net, tmp_path):
     model = tmp_path / 'small.caffemodel'
     small_net.params['ip'][0].data[...] = np.arange(6).reshape(2, 3)

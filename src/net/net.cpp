@@ -719,9 +719,8 @@ void Net::BackwardDebugInfo(int layer_id) {
   }
 }
 
-void Net::ClearParamDiffs() {
-  // Lazily on the CPU: the layers that write a gradient first overwrite it instead of adding.
-  for (Blob* p : learnable_params_) p->SetDiffZeroLazily();
+void Net::ClearParamDiffs(bool lazily) {
+  for (Blob* p : learnable_params_) lazily ? p->SetDiffZeroLazily() : p->SetDiffZero();
 }
 
 void Net::Update() {

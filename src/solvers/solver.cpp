@@ -434,7 +434,7 @@ void Solver::Step(int iters) {
   const bool use_graph = graph_ && param_.iter_size() == 1 && !reducer_ && !scaler_;
 
   while (iter_ < stop_iter) {
-    if (!use_graph) net_->ClearParamDiffs();
+    if (!use_graph) net_->ClearParamDiffs(/*lazily=*/true);
     if (param_.test_interval() && iter_ % param_.test_interval() == 0 &&
         (iter_ > 0 || param_.test_initialization())) {
       TestAll();
@@ -456,7 +456,7 @@ void Solver::Step(int iters) {
       const int start = net_->num_input_layers();
       const bool guard = updated && param_.stop_on_nonfinite_loss();
       loss = graph_->Run([&] {
-        net_->ClearParamDiffs();
+        net_->ClearParamDiffs(/*lazily=*/true);
         net_->ForwardFrom(start);
         net_->BackwardTo(start);
         if (updated) UpdateParams(guard);
