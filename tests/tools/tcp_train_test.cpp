@@ -21,19 +21,6 @@
 namespace crema::dist_test {
 namespace {
 
-// A port nobody listens on now (the kernel's pick for a socket bound to port 0).
-int FreePort() {
-  const int fd = socket(AF_INET, SOCK_STREAM, 0);
-  sockaddr_in address{};
-  address.sin_family = AF_INET;
-  address.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
-  bind(fd, reinterpret_cast<sockaddr*>(&address), sizeof(address));
-  socklen_t length = sizeof(address);
-  getsockname(fd, reinterpret_cast<sockaddr*>(&address), &length);
-  close(fd);
-  return ntohs(address.sin_port);
-}
-
 // A socket listening on 127.0.0.1:`port` (as another program would), or -1.
 int ListenOn(int port) {
   const int fd = socket(AF_INET, SOCK_STREAM, 0);
@@ -48,6 +35,30 @@ int ListenOn(int port) {
     return -1;
   }
   return fd;
+}
+
+// The kernel's pick of a port nobody listens on now, for a socket bound to port 0.
+int KernelPickedPort() {
+  const int fd = socket(AF_INET, SOCK_STREAM, 0);
+  sockaddr_in address{};
+  address.sin_family = AF_INET;
+  address.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+  bind(fd, reinterpret_cast<sockaddr*>(&address), sizeof(address));
+  socklen_t length = sizeof(address);
+  getsockname(fd, reinterpret_cast<sockaddr*>(&address), &length);
+  close(fd);
+  return ntohs(address.sin_port);
+}
+
+// A port nobody listens on now, nor on the next one (which the ranks take under torchrun's agent
+// store; another job on the machine may hold it).
+int FreePort() {
+  for (int attempt = 0;; ++attempt) {
+    const int port = KernelPickedPort();
+    const int next = port < 65535 ? ListenOn(port + 1) : -1;
+    if (next >= 0) close(next);
+    if (next >= 0 || attempt == 20) return port;
+  }
 }
 
 class TcpTrainTest : public DistTrainTest {
