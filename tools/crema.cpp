@@ -32,8 +32,9 @@ DEFINE_bool(forbid_path_escape, false,
             "CREMA_FORBID_PATH_ESCAPE=1).");
 DEFINE_bool(fuse_relu, true,
             "An in-place ReLU runs inside the Convolution, InnerProduct, Eltwise or Scale that "
-            "produced its input (one pass over memory less; every value the same). "
-            "--fuse-relu=false runs it as a layer of its own.");
+            "produced its input, and on the CPU its gradient inside the Concat, Split or Pooling "
+            "that alone reads its output (one pass over memory less each way; every value the "
+            "same). --fuse-relu=false runs it as a layer of its own.");
 DEFINE_bool(fuse_batch_norm, true,
             "A BatchNorm followed by an in-place per-channel Scale (and ReLU) of its output: the "
             "Scale reads the BatchNorm's kept output instead of copying its input, and the "

@@ -148,6 +148,8 @@ int RunInspect(const std::vector<std::string>& args) {
     std::printf("\n");
     PrintLayerMap(*net, net->folded_into(), "folded into convolutions for inference (--fold-bn)");
     PrintLayerMap(*net, net->relu_fused_into(), "ReLUs fused into their producers (--fuse-relu)");
+    PrintLayerMap(*net, net->relu_backward_fused_into(),
+                  "ReLU gradients computed by their reader in training on the CPU (--fuse-relu)");
     PrintLayerMap(*net, net->fused_into_batch_norm(),
                   "Scales and ReLUs in BatchNorm groups (--fuse-batch-norm)");
     net->SetMemoryPlan(MemoryPlan::kInference, {});

@@ -132,6 +132,23 @@ class Layer {
   bool fused_relu() const { return fused_relu_; }
   float fused_relu_slope() const { return fused_relu_slope_; }
 
+  // The ReLU's Backward fused the other way (NetOptions::fuse_relu, CPU nets): where bottom k is
+  // the output of an in-place ReLU that no other layer reads, a layer that returns true here
+  // computes that ReLU's gradient (math/activation.hpp: ReLUGradient, the ReLU layer's expression)
+  // on bottom k's gradient as it writes it, while that part is still in the cache, reading bottom
+  // k's data (the ReLU's output). The net sets `slopes` (one per bottom, NaN: no ReLU) before the
+  // Backward and clears them after; the layer takes a ReLU only where it applies it
+  // (TakeFusedReLUBackward), and the net skips the Backward of the ReLUs taken.
+  virtual bool SupportsFusedReLUBackward() const { return false; }
+  void set_fused_relu_backward(std::vector<float> slopes) {
+    fused_relu_backward_ = std::move(slopes);
+    fused_relu_backward_taken_.assign(fused_relu_backward_.size(), 0);
+  }
+  bool fused_relu_backward_taken(int bottom) const {
+    return bottom < static_cast<int>(fused_relu_backward_taken_.size()) &&
+           fused_relu_backward_taken_[bottom];
+  }
+
   // Channel-blocked CPU data between the layers of an inference net (Blob::cpu_channel_block,
   // src/net/net_layout.cpp): how this layer takes it.
   enum class ChannelBlocking {
@@ -207,6 +224,9 @@ class Layer {
   Device device_;
   DataType dtype_ = DataType::kFloat32;
   Workspace& workspace();
+  // In Backward: whether the net asked for bottom k's ReLU (set_fused_relu_backward); if so the
+  // layer must apply it to all of bottom k's gradient, with *negative_slope.
+  bool TakeFusedReLUBackward(int bottom, float* negative_slope);
 
  private:
   void CheckBlobCounts(const BlobVec& bottom, const BlobVec& top) const;
@@ -216,6 +236,8 @@ class Layer {
   bool forward_only_ = false;
   bool fused_relu_ = false;
   float fused_relu_slope_ = 0;
+  std::vector<float> fused_relu_backward_;
+  std::vector<char> fused_relu_backward_taken_;
 };
 
 // A layer with one bottom and one top of the same shape (element-wise functions).

@@ -90,10 +90,13 @@ struct NetOptions {
   bool fold_batch_norm = false;
   // CPU nets: an in-place ReLU whose input only its producer wrote (a Convolution, InnerProduct,
   // Eltwise or Scale, also a convolution BatchNorm was folded into) runs inside that producer's
-  // Forward, in the producer's last pass over its output, and the net skips the ReLU's Forward;
-  // Backward is unchanged. Every blob holds the same bits as without fusion, also after a partial
-  // ForwardFromTo (the producer applies it only when the ReLU is in the range run). The default
-  // is true, or what SetFuseReLUDefault set (the CLI's --fuse-relu).
+  // Forward, in the producer's last pass over its output, and the net skips the ReLU's Forward.
+  // Backward the other way: where one later layer alone reads the ReLU's output and is a Concat,
+  // Split or Pooling (MAX or AVE under crema's kernels), that layer computes the ReLU's gradient
+  // as it writes its own bottom gradient, and the net skips the ReLU's Backward. Every blob holds
+  // the same bits as without fusion, also after a partial ForwardFromTo or BackwardFromTo (only
+  // a ReLU in the range run is fused). The default is true, or what SetFuseReLUDefault set (the
+  // CLI's --fuse-relu).
   bool fuse_relu = FuseReLUDefault();
   // BatchNorm groups (src/net/README.md): a BatchNorm followed by an in-place per-channel Scale of
   // its top (and the ReLU fused into that Scale). The Scale reads the BatchNorm's kept output
@@ -217,6 +220,8 @@ class Net {
   bool fuse_relu() const { return fuse_relu_; }
   // Per layer: for a fused ReLU, the index of the layer that applies it, else -1.
   const std::vector<int>& relu_fused_into() const { return relu_fused_into_; }
+  // Per layer: the layer computing this ReLU's gradient (NetOptions::fuse_relu, CPU), else -1.
+  const std::vector<int>& relu_backward_fused_into() const { return relu_backward_fused_into_; }
   // Forms BatchNorm groups or undoes it (NetOptions::fuse_batch_norm).
   void SetFuseBatchNorm(bool fuse);
   bool fuse_batch_norm() const { return fuse_batch_norm_; }
@@ -341,6 +346,8 @@ class Net {
   // Finds the ReLUs to fuse into their producers (after PlanFold: folded layers are skipped),
   // then the BatchNorm groups.
   void PlanFuseReLU();
+  // Layer i's blob when it is an in-place ReLU of a blob that carries no loss, else -1.
+  int InPlaceReLUBlob(int layer_id) const;
   // Which planned blobs may be channel-blocked (net_layout.cpp; after the memory plan, with
   // the current shapes), and before layer i's Forward: blocked bottoms it cannot read put back
   // to plain; after it, the layout of the tops it wrote.
@@ -355,6 +362,12 @@ class Net {
   void AfterFusedSum(int conv_id, Layer* layer);
   // Finds the BatchNorm groups (after PlanFuseReLU: a group takes the ReLU fused into its Scale).
   void PlanBatchNormGroups();
+  // Finds the ReLUs whose Backward their one reader computes (Layer::SupportsFusedReLUBackward,
+  // CPU nets), and around that reader's Backward in [end, start]: asks it to, and marks the
+  // ReLUs it took done (net_fuse.cpp).
+  void PlanFuseReLUBackward();
+  bool PrepareFusedReLUBackward(int layer_id, int end);
+  void AfterFusedReLUBackward(int layer_id);
   // When layer i is the last of a GPU BatchNorm group whose Forward ran fused and the whole group
   // is in [end, start] with consistent backward needs: the group's BatchNorm, else -1.
   int FusedBackwardGroup(int i, int start, int end) const;
@@ -444,6 +457,9 @@ class Net {
   std::vector<int> relu_fused_into_;
   // Per layer: the fused ReLU it applies to its top (index), else -1.
   std::vector<int> fused_relu_of_;
+  std::vector<int> relu_backward_fused_into_;
+  // Per layer: the in-place ReLUs whose Backward it may compute, as (its bottom, the ReLU).
+  std::vector<std::vector<std::pair<int, int>>> relu_backward_of_;
   bool fuse_batch_norm_ = true;
   bool channel_blocked_ = true;
   bool fuse_sum_ = true;

@@ -1,9 +1,11 @@
 #include "layers/concat/concat_layer.hpp"
 
+#include <cmath>
 #include <cstdint>
 #include <vector>
 
 #include "crema/layer_registry.hpp"
+#include "math/activation.hpp"
 #include "math/math.hpp"
 
 namespace crema {
@@ -14,6 +16,10 @@ struct SlabCopy {
   const T* from;
   T* to;
   int64_t count;
+  // Backward with a bottom's ReLU fused (Layer::set_fused_relu_backward): that bottom's slab of
+  // data, else null, and the ReLU's negative slope.
+  const T* relu_y = nullptr;
+  T relu_slope = 0;
 };
 
 // The slabs of a concatenation, several at a time on the CPU's threads (a slab per image and
@@ -24,7 +30,13 @@ void CopySlabs(const std::vector<SlabCopy<T>>& copies) {
   for (const SlabCopy<T>& c : copies) total += c.count;
   const int64_t n = static_cast<int64_t>(copies.size());
 #pragma omp parallel for schedule(dynamic) if (n > 1 && total > 65536)
-  for (int64_t i = 0; i < n; ++i) cpu::Copy<T>(copies[i].count, copies[i].from, copies[i].to);
+  for (int64_t i = 0; i < n; ++i) {
+    const SlabCopy<T>& c = copies[i];
+    if (c.relu_y != nullptr)
+      ReLUGradientSerial(c.count, c.relu_y, c.from, c.relu_slope, c.to);
+    else
+      cpu::Copy<T>(c.count, c.from, c.to);
+  }
 }
 
 }  // namespace
@@ -94,7 +106,7 @@ void ConcatLayer::Forward(const BlobVec& bottom, Blob* top) const {
 
 template <typename T>
 void ConcatLayer::Backward(const Blob& top, const std::vector<bool>& propagate_down,
-                           const BlobVec& bottom) const {
+                           const BlobVec& bottom, const std::vector<float>& relu_slopes) const {
   const T* top_diff = top.cpu_diff<T>();
   const int64_t top_axis = top.shape(concat_axis_);
   std::vector<SlabCopy<T>> copies;
@@ -103,10 +115,13 @@ void ConcatLayer::Backward(const Blob& top, const std::vector<bool>& propagate_d
     const int64_t bottom_axis = bottom[i]->shape(concat_axis_);
     if (propagate_down[i]) {
       T* bottom_diff = bottom[i]->mutable_cpu_diff<T>();
+      const bool relu = !std::isnan(relu_slopes[i]);
+      const T* relu_y = relu ? bottom[i]->cpu_data<T>() : nullptr;
       const int64_t slab = bottom_axis * concat_input_size_;
       for (int64_t n = 0; n < num_concats_; ++n)
         copies.push_back({top_diff + (n * top_axis + offset) * concat_input_size_,
-                          bottom_diff + n * slab, slab});
+                          bottom_diff + n * slab, slab, relu ? relu_y + n * slab : nullptr,
+                          static_cast<T>(relu ? relu_slopes[i] : 0.f)});
     }
     offset += bottom_axis;
   }
@@ -121,7 +136,12 @@ void ConcatLayer::ForwardCpu(const BlobVec& bottom, const BlobVec& top) {
 void ConcatLayer::BackwardCpu(const BlobVec& top, const std::vector<bool>& propagate_down,
                               const BlobVec& bottom) {
   if (bottom.size() == 1) return;  // shared
-  CREMA_DISPATCH_FLOAT(top[0]->dtype(), T, Backward<T>(*top[0], propagate_down, bottom));
+  // The ReLUs the net fused into this Backward (NaN: none), applied slab by slab as copied.
+  std::vector<float> relu_slopes(bottom.size(), std::nanf(""));
+  for (size_t i = 0; i < bottom.size(); ++i)
+    if (propagate_down[i]) TakeFusedReLUBackward(static_cast<int>(i), &relu_slopes[i]);
+  CREMA_DISPATCH_FLOAT(top[0]->dtype(), T,
+                       Backward<T>(*top[0], propagate_down, bottom, relu_slopes));
 }
 
 CREMA_REGISTER_LAYER(Concat, ConcatLayer);

@@ -21,6 +21,7 @@ class ConcatLayer final : public Layer {
   void Reshape(const BlobVec& bottom, const BlobVec& top) override;
   int MinBottomBlobs() const override { return 1; }
   int ExactNumTopBlobs() const override { return 1; }
+  bool SupportsFusedReLUBackward() const override { return true; }
 
  protected:
   void ForwardCpu(const BlobVec& bottom, const BlobVec& top) override;
@@ -31,8 +32,8 @@ class ConcatLayer final : public Layer {
   template <typename T>
   void Forward(const BlobVec& bottom, Blob* top) const;
   template <typename T>
-  void Backward(const Blob& top, const std::vector<bool>& propagate_down,
-                const BlobVec& bottom) const;
+  void Backward(const Blob& top, const std::vector<bool>& propagate_down, const BlobVec& bottom,
+                const std::vector<float>& relu_slopes) const;
 
   int concat_axis_ = 1;
   int64_t num_concats_ = 0;        // product of the axes before the concat axis

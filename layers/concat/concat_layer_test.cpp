@@ -2,6 +2,7 @@
 
 #include <gtest/gtest.h>
 
+#include "support/layer_checks.hpp"
 #include "support/layer_test.hpp"
 #include "support/layer_zoo.hpp"
 
@@ -119,6 +120,14 @@ TEST(ConcatErrors, Messages) {
 TEST(ConcatCaffe, LayerZoo) {
   for (const char* name : {"concat", "concat0", "side_concat", "head_concat"})
     CheckLayerAgainstCaffe("layer_zoo", name);
+}
+
+// The ReLU fused into its Backward (Layer::set_fused_relu_backward), on a bottom in the middle of
+// a channel concatenation and on the first of one along the height.
+TEST(ConcatValues, FusedReLUBackward) {
+  ExpectFusedReLUBackward("type: 'Concat'", {{2, 3, 4, 5}, {2, 2, 4, 5}, {2, 1, 4, 5}}, 1, 1);
+  ExpectFusedReLUBackward("type: 'Concat' concat_param { axis: 2 }", {{2, 3, 2, 5}, {2, 3, 4, 5}},
+                          1, 0);
 }
 
 }  // namespace

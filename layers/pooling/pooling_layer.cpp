@@ -8,6 +8,8 @@
 #include "core/rng.hpp"
 #include "crema/layer_registry.hpp"
 #include "layers/pooling/dnnl_pooling.hpp"
+#include "math/activation.hpp"
+#include "math/cpu_isa.hpp"
 #include "math/math.hpp"
 
 namespace crema {
@@ -34,6 +36,137 @@ std::vector<Window> Windows(int pooled, int stride, int pad, int kernel, int siz
     windows[p] = {start, end, padded};
   }
   return windows;
+}
+
+struct MaxGeometry {
+  std::vector<Window> hwin, wwin;
+  int width, pooled_width, stride_w, pad_w, kernel_w;
+  int whole_begin, whole_end;
+};
+
+// The windows of pooled columns [begin, end) of one row, each whole inside the image, at input
+// row h: each window's running max and argmax take the row's kernel_w values in order, the
+// windows side by side so that the loop vectorises (S: the stride, 0 when only known at run
+// time).
+template <typename T, int S>
+CREMA_ISA_INLINE inline void MaxWholeWindowsRow(const MaxGeometry& g, const T* in, int h, int begin,
+                                                int end, T* best, int* index) {
+  const int stride = S > 0 ? S : g.stride_w;
+  const int kernel_w = g.kernel_w, pad_w = g.pad_w, width = g.width;
+  const int n = end - begin;
+  for (int kw = 0; kw < kernel_w; ++kw) {
+    const int w0 = begin * stride - pad_w + kw;
+    const T* row = in + h * width + w0;
+    const int i0 = h * width + w0;
+    T* b = best + begin;
+    int* x = index + begin;
+    for (int p = 0; p < n; ++p) {
+      // Branch-free, in the form the compiler vectorises; the same tests as window by window.
+      const T v = row[p * stride];
+      const T current = b[p];
+      const int keep = -static_cast<int>(v > current);  // all ones where v wins
+      x[p] ^= (x[p] ^ (i0 + p * stride)) & keep;
+      b[p] = std::max(current, v);  // (best < v) ? v : best, the same test
+    }
+  }
+}
+
+// MaxPlane for rows of few windows (too short to vectorise along): window by window, the running
+// max in a register; full 2x2 windows at stride 2 with their four compares written out.
+template <typename T>
+CREMA_ISA_INLINE inline void MaxPlaneByWindow(const MaxGeometry& g, const T* in, T* out, int* mask,
+                                              T* top_mask) {
+  const int pooled_height = static_cast<int>(g.hwin.size());
+  const int pooled_width = g.pooled_width, width = g.width;
+  const bool fast_2x2 = g.kernel_w == 2 && g.stride_w == 2 && g.pad_w == 0;
+  const int full_2x2_w = std::min(pooled_width, width / 2);
+  const auto put = [&](int index, T best, int best_index) {
+    out[index] = best;
+    if (top_mask != nullptr)
+      top_mask[index] = static_cast<T>(best_index);
+    else if (mask != nullptr)
+      mask[index] = best_index;
+  };
+  for (int ph = 0; ph < pooled_height; ++ph) {
+    const Window& hw = g.hwin[ph];
+    int pw = 0;
+    if (fast_2x2 && hw.end - hw.start == 2) {
+      const T* r0 = in + hw.start * width;
+      const T* r1 = r0 + width;
+      for (; pw < full_2x2_w; ++pw) {
+        const int i0 = hw.start * width + 2 * pw;
+        const T v[4] = {r0[2 * pw], r0[2 * pw + 1], r1[2 * pw], r1[2 * pw + 1]};
+        const int at[4] = {i0, i0 + 1, i0 + width, i0 + width + 1};
+        T best = static_cast<T>(-FLT_MAX);
+        int best_index = -1;
+        for (int e = 0; e < 4; ++e) {
+          const int keep = -static_cast<int>(v[e] > best);  // all ones where v[e] wins
+          best_index ^= (best_index ^ at[e]) & keep;
+          best = std::max(best, v[e]);  // (best < v) ? v : best, the same test
+        }
+        put(ph * pooled_width + pw, best, best_index);
+      }
+    }
+    for (; pw < pooled_width; ++pw) {
+      const Window& ww = g.wwin[pw];
+      T best = static_cast<T>(-FLT_MAX);
+      int best_index = -1;
+      for (int h = hw.start; h < hw.end; ++h) {
+        const T* row = in + h * width;
+        for (int w = ww.start; w < ww.end; ++w) {
+          // Branch-free (random data mispredicts a branch half the time); same result.
+          const T v = row[w];
+          const int keep = -static_cast<int>(v > best);  // all ones where v wins
+          best_index ^= (best_index ^ (h * width + w)) & keep;
+          best = std::max(best, v);  // (best < v) ? v : best, the same test
+        }
+      }
+      put(ph * pooled_width + pw, best, best_index);
+    }
+  }
+}
+
+// MAX pooling of one plane into `out` with the argmax into `mask` or, as values, `top_mask`
+// (either may be null): Caffe's order, each window's positions row by row and left to right, the
+// first maximum kept. Rows of 16 whole windows or more go along the row (MaxWholeWindowsRow), the
+// running maxima in `out` and the argmax in `mask` or else `index` (scratch of pooled_width);
+// shorter rows window by window.
+template <typename T>
+CREMA_ISA_INLINE inline void MaxPlane(const MaxGeometry& g, const T* in, T* out, int* mask,
+                                      T* top_mask, int* index) {
+  const int pooled_height = static_cast<int>(g.hwin.size());
+  const int pooled_width = g.pooled_width, width = g.width;
+  const int whole_begin = g.whole_begin, whole_end = g.whole_end;
+  if (whole_end - whole_begin < 16) return MaxPlaneByWindow(g, in, out, mask, top_mask);
+  for (int ph = 0; ph < pooled_height; ++ph) {
+    const Window& hw = g.hwin[ph];
+    T* best = out + ph * pooled_width;
+    int* x = mask != nullptr ? mask + ph * pooled_width : index;
+    std::fill(best, best + pooled_width, static_cast<T>(-FLT_MAX));
+    std::fill(x, x + pooled_width, -1);
+    for (int h = hw.start; h < hw.end; ++h) {
+      // Windows cut by the image's edges, one at a time.
+      for (int pw = 0; pw < pooled_width; ++pw) {
+        if (pw == whole_begin) pw = whole_end;
+        if (pw >= pooled_width) break;
+        const Window& ww = g.wwin[pw];
+        for (int w = ww.start; w < ww.end; ++w) {
+          const T v = in[h * width + w];
+          if (v > best[pw]) x[pw] = h * width + w;
+          best[pw] = std::max(best[pw], v);
+        }
+      }
+      if (g.stride_w == 2)
+        MaxWholeWindowsRow<T, 2>(g, in, h, whole_begin, whole_end, best, x);
+      else if (g.stride_w == 1)
+        MaxWholeWindowsRow<T, 1>(g, in, h, whole_begin, whole_end, best, x);
+      else
+        MaxWholeWindowsRow<T, 0>(g, in, h, whole_begin, whole_end, best, x);
+    }
+    if (top_mask != nullptr)
+      for (int pw = 0; pw < pooled_width; ++pw)
+        top_mask[ph * pooled_width + pw] = static_cast<T>(x[pw]);
+  }
 }
 
 }  // namespace
@@ -174,79 +307,35 @@ void PoolingLayer::ForwardT(const BlobVec& bottom, const BlobVec& top) {
   const int64_t top_plane = static_cast<int64_t>(pooled_height_) * pooled_width_;
   switch (pool_) {
     case PoolingParameter::MAX: {
-      // Each (image, channel) plane on its own: the running max lives in a register and top is
-      // written once per window. Planes are independent, so threads do not change results.
+      // Each (image, channel) plane on its own (MaxPlane); planes are independent, so threads do
+      // not change results.
       const bool use_top_mask = top.size() > 1;
       T* top_mask = use_top_mask ? top[1]->mutable_cpu_data<T>() : nullptr;
       int* mask = use_top_mask || max_idx_.empty() ? nullptr : max_idx_.data();
-      const std::vector<Window> hwin =
-          Windows(pooled_height_, stride_h_, pad_h_, kernel_h_, height_, false);
-      const std::vector<Window> wwin =
-          Windows(pooled_width_, stride_w_, pad_w_, kernel_w_, width_, false);
+      MaxGeometry g;
+      g.hwin = Windows(pooled_height_, stride_h_, pad_h_, kernel_h_, height_, false);
+      g.wwin = Windows(pooled_width_, stride_w_, pad_w_, kernel_w_, width_, false);
+      g.width = width_;
+      g.pooled_width = pooled_width_;
+      g.stride_w = stride_w_;
+      g.pad_w = pad_w_;
+      g.kernel_w = kernel_w_;
+      // The pooled columns whose window lies whole inside the image: [whole_begin, whole_end).
+      g.whole_begin = std::min(pooled_width_, (pad_w_ + stride_w_ - 1) / stride_w_);
+      g.whole_end = g.whole_begin;
+      while (g.whole_end < pooled_width_ && g.whole_end * stride_w_ - pad_w_ + kernel_w_ <= width_)
+        ++g.whole_end;
       const int64_t planes = static_cast<int64_t>(num) * channels_;
-      const int width = width_;
-      const int pooled_width = pooled_width_;
-      const bool fast_2x2 = kernel_h_ == 2 && kernel_w_ == 2 && stride_w_ == 2 && pad_w_ == 0;
-      const int full_2x2_w = std::min(pooled_width_, width_ / 2);
-#pragma omp parallel for if (planes * bottom_plane > 65536)
-      for (int64_t plane = 0; plane < planes; ++plane) {
-        const T* in = bottom_data + plane * bottom_plane;
-        T* out = top_data + plane * top_plane;
-        for (int ph = 0; ph < pooled_height_; ++ph) {
-          const Window& hw = hwin[ph];
-          int pw = 0;
-          if (fast_2x2 && hw.end - hw.start == 2) {
-            // Full 2x2 windows at stride 2: the same compares in the same order, written so the
-            // compiler can vectorise across windows.
-            const T* r0 = in + hw.start * width;
-            const T* r1 = r0 + width;
-            T* o = out + ph * pooled_width;
-            const int64_t base = plane * top_plane + ph * pooled_width;
-            for (; pw < full_2x2_w; ++pw) {
-              const int i0 = hw.start * width + 2 * pw;
-              const T v0 = r0[2 * pw], v1 = r0[2 * pw + 1], v2 = r1[2 * pw], v3 = r1[2 * pw + 1];
-              T best = static_cast<T>(-FLT_MAX);
-              int best_index = -1;
-              int keep = -static_cast<int>(v0 > best);  // all ones where v0 wins
-              best_index ^= (best_index ^ (i0)) & keep;
-              best = std::max(best, v0);            // (best < v0) ? v0 : best, the same test
-              keep = -static_cast<int>(v1 > best);  // all ones where v1 wins
-              best_index ^= (best_index ^ (i0 + 1)) & keep;
-              best = std::max(best, v1);            // (best < v1) ? v1 : best, the same test
-              keep = -static_cast<int>(v2 > best);  // all ones where v2 wins
-              best_index ^= (best_index ^ (i0 + width)) & keep;
-              best = std::max(best, v2);            // (best < v2) ? v2 : best, the same test
-              keep = -static_cast<int>(v3 > best);  // all ones where v3 wins
-              best_index ^= (best_index ^ (i0 + width + 1)) & keep;
-              best = std::max(best, v3);  // (best < v3) ? v3 : best, the same test
-              o[pw] = best;
-              if (use_top_mask)
-                top_mask[base + pw] = static_cast<T>(best_index);
-              else if (mask != nullptr)
-                mask[base + pw] = best_index;
-            }
-          }
-          for (; pw < pooled_width; ++pw) {
-            const Window& ww = wwin[pw];
-            T best = static_cast<T>(-FLT_MAX);
-            int best_index = -1;
-            for (int h = hw.start; h < hw.end; ++h) {
-              const T* row = in + h * width;
-              for (int w = ww.start; w < ww.end; ++w) {
-                // Branch-free (random data mispredicts a branch half the time); same result.
-                const T v = row[w];
-                const int keep = -static_cast<int>(v > best);  // all ones where v wins
-                best_index ^= (best_index ^ (h * width + w)) & keep;
-                best = std::max(best, v);  // (best < v) ? v : best, the same test
-              }
-            }
-            const int64_t pool_index = plane * top_plane + ph * pooled_width + pw;
-            out[ph * pooled_width + pw] = best;
-            if (use_top_mask)
-              top_mask[pool_index] = static_cast<T>(best_index);
-            else if (mask != nullptr)
-              mask[pool_index] = best_index;
-          }
+#pragma omp parallel if (planes * bottom_plane > 65536)
+      {
+        std::vector<int> index(pooled_width_);
+#pragma omp for
+        for (int64_t plane = 0; plane < planes; ++plane) {
+          RunForCpuIsa([&]() CREMA_ISA_INLINE {
+            MaxPlane<T>(g, bottom_data + plane * bottom_plane, top_data + plane * top_plane,
+                        mask != nullptr ? mask + plane * top_plane : nullptr,
+                        top_mask != nullptr ? top_mask + plane * top_plane : nullptr, index.data());
+          });
         }
       }
       break;
@@ -335,8 +424,12 @@ void PoolingLayer::ForwardT(const BlobVec& bottom, const BlobVec& top) {
 
 template <typename T>
 void PoolingLayer::BackwardT(const BlobVec& top, const std::vector<bool>& propagate_down,
-                             const BlobVec& bottom) {
+                             const BlobVec& bottom, const float* relu_slope) {
   if (!propagate_down[0]) return;
+  // MAX and AVE with the bottom's ReLU fused (Layer::set_fused_relu_backward): its gradient on
+  // each plane once that is filled, while it is in the cache.
+  const T* relu_y = relu_slope != nullptr ? bottom[0]->cpu_data<T>() : nullptr;
+  const T slope = static_cast<T>(relu_slope != nullptr ? *relu_slope : 0.f);
   const T* top_diff = top[0]->cpu_diff<T>();
   T* bottom_diff = bottom[0]->mutable_cpu_diff<T>();
   const int num = bottom[0]->num();
@@ -359,6 +452,8 @@ void PoolingLayer::BackwardT(const BlobVec& top, const std::vector<bool>& propag
           const int index = use_top_mask ? static_cast<int>(top_mask[k]) : mask[k];
           if (index >= 0) out[index] += in[i];
         }
+        if (relu_y != nullptr)
+          ReLUGradientSerial(bottom_plane, relu_y + plane * bottom_plane, out, slope, out);
       }
       return;
     }
@@ -381,6 +476,8 @@ void PoolingLayer::BackwardT(const BlobVec& top, const std::vector<bool>& propag
               for (int w = ww.start; w < ww.end; ++w) out[h * width_ + w] += g;
           }
         }
+        if (relu_y != nullptr)
+          ReLUGradientSerial(bottom_plane, relu_y + plane * bottom_plane, out, slope, out);
       }
       return;
     }
@@ -484,10 +581,14 @@ void PoolingLayer::ForwardCpu(const BlobVec& bottom, const BlobVec& top) {
 
 void PoolingLayer::BackwardCpu(const BlobVec& top, const std::vector<bool>& propagate_down,
                                const BlobVec& bottom) {
-  const auto crema = [&] {
-    CREMA_DISPATCH_FLOAT(dtype(), T, BackwardT<T>(top, propagate_down, bottom));
-  };
   if (!propagate_down[0]) return;
+  const auto crema = [&] {
+    float slope = 0;
+    const bool relu = (pool_ == PoolingParameter::MAX || pool_ == PoolingParameter::AVE) &&
+                      TakeFusedReLUBackward(0, &slope);
+    CREMA_DISPATCH_FLOAT(dtype(), T,
+                         BackwardT<T>(top, propagate_down, bottom, relu ? &slope : nullptr));
+  };
   const auto dnnl = [&] {
     dnnl_->Backward(top[0]->cpu_diff<float>(), bottom[0]->mutable_cpu_diff<float>(), &workspace());
   };

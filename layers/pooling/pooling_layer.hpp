@@ -44,6 +44,10 @@ class PoolingLayer final : public Layer {
   CpuEngineChoice* cpu_engine_choice() override { return &cpu_engine_choice_; }
   ChannelBlocking channel_blocking() const override { return ChannelBlocking::kEngine; }
   bool ReadsChannelBlocked(const BlobVec& bottom, const BlobVec& top) override;
+  // MAX and AVE under crema's kernels (not oneDNN's).
+  bool SupportsFusedReLUBackward() const override {
+    return pool_ == PoolingParameter::MAX || pool_ == PoolingParameter::AVE;
+  }
 
  protected:
   void ForwardCpu(const BlobVec& bottom, const BlobVec& top) override;
@@ -53,9 +57,10 @@ class PoolingLayer final : public Layer {
  private:
   template <typename T>
   void ForwardT(const BlobVec& bottom, const BlobVec& top);
+  // relu_slope: the negative slope of the ReLU fused into this Backward (MAX, AVE), or null.
   template <typename T>
-  void BackwardT(const BlobVec& top, const std::vector<bool>& propagate_down,
-                 const BlobVec& bottom);
+  void BackwardT(const BlobVec& top, const std::vector<bool>& propagate_down, const BlobVec& bottom,
+                 const float* relu_slope);
 
   // ---- oneDNN CPU engine (dnnl_pooling.hpp) ----
   // The CPU engine policy for this pass (kCaffe where oneDNN does not apply); prepares oneDNN.

@@ -2,6 +2,7 @@
 
 #include <gtest/gtest.h>
 
+#include <cfloat>
 #include <cmath>
 #include <cstdio>
 #include <cstdlib>
@@ -12,6 +13,7 @@
 
 #include "crema/layer_registry.hpp"
 #include "support/gradient_checker.hpp"
+#include "support/layer_checks.hpp"
 #include "support/layer_test.hpp"
 #include "support/reference.hpp"
 
@@ -402,6 +404,56 @@ INSTANTIATE_TEST_SUITE_P(
                               "bwd/059_gmax_flat__bottom0_pool_global_max.f32",
                               "bwd/049_pool_global_max__bottom0_conv_g_conv_g_0_split_4.f32"}),
     [](const ::testing::TestParamInfo<ZooCase>& info) { return std::string(info.param.layer); });
+
+// MAX on rows long enough to go along the row (16 whole windows or more), with windows cut by
+// padding at both edges and many ties (values from a few levels): the maxima and argmax of
+// Caffe's loop, window by window in raster order with the first maximum kept; strides 1, 2, 3.
+TEST(PoolingValues, MaxLongRowsMatchCaffesLoop) {
+  const std::vector<int> shape = {2, 2, 11, 53};
+  std::vector<double> x(2 * 2 * 11 * 53);
+  for (size_t i = 0; i < x.size(); ++i) x[i] = static_cast<double>((i * 7919) % 5) - 2;
+  for (int stride : {1, 2, 3}) {
+    SCOPED_TRACE("stride " + std::to_string(stride));
+    auto p =
+        Pool("pool: MAX kernel_size: 3 pad: 1 stride: " + std::to_string(stride), shape, x, true);
+    const int ph_n = p->top.shape(2), pw_n = p->top.shape(3), height = 11, width = 53;
+    ASSERT_GE(pw_n, 17);
+    for (int plane = 0; plane < 4; ++plane)
+      for (int ph = 0; ph < ph_n; ++ph)
+        for (int pw = 0; pw < pw_n; ++pw) {
+          const int hs = std::max(ph * stride - 1, 0), he = std::min(ph * stride + 2, height);
+          const int ws = std::max(pw * stride - 1, 0), we = std::min(pw * stride + 2, width);
+          double best = -FLT_MAX;
+          int at = -1;
+          for (int h = hs; h < he; ++h)
+            for (int w = ws; w < we; ++w)
+              if (x[plane * height * width + h * width + w] > best) {
+                best = x[plane * height * width + h * width + w];
+                at = h * width + w;
+              }
+          const int64_t o = (static_cast<int64_t>(plane) * ph_n + ph) * pw_n + pw;
+          EXPECT_EQ(p->top.data_at(o), best) << plane << " " << ph << " " << pw;
+          EXPECT_EQ(p->mask.data_at(o), at) << plane << " " << ph << " " << pw;
+        }
+  }
+}
+
+// The ReLU fused into crema's MAX and AVE Backward (Layer::set_fused_relu_backward): overlapping
+// windows (gradients add up first), padding, the mask as a second top, a global AVE.
+TEST(PoolingValues, FusedReLUBackward) {
+  const CpuEngine before = GetCpuEngine();
+  SetCpuEngine(CpuEngine::kCaffe);
+  const std::vector<std::vector<int>> shape = {{2, 3, 9, 8}};
+  testing::ExpectFusedReLUBackward(
+      "type: 'Pooling' pooling_param { pool: MAX kernel_size: 3 stride: 2 }", shape, 1, 0);
+  testing::ExpectFusedReLUBackward(
+      "type: 'Pooling' pooling_param { pool: MAX kernel_size: 3 stride: 2 pad: 1 }", shape, 2, 0);
+  testing::ExpectFusedReLUBackward(
+      "type: 'Pooling' pooling_param { pool: AVE kernel_size: 3 stride: 2 pad: 1 }", shape, 1, 0);
+  testing::ExpectFusedReLUBackward(
+      "type: 'Pooling' pooling_param { pool: AVE global_pooling: true }", shape, 1, 0);
+  SetCpuEngine(before);
+}
 
 }  // namespace
 }  // namespace crema

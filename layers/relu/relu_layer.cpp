@@ -25,10 +25,15 @@ void ReLULayer::Backward(const Blob& top, Blob* bottom) const {
   const T* top_diff = top.cpu_diff<T>();
   T* bottom_diff = bottom->mutable_cpu_diff<T>();
   const int64_t count = bottom->count();
-  // Element-wise; in place bottom_diff is top_diff, each element read before it is written.
+  // Element-wise, in chunks on the threads; in place bottom_diff is top_diff.
+  constexpr int64_t kChunk = 16384;
+  const int64_t chunks = (count + kChunk - 1) / kChunk;
 #pragma omp parallel for if (count > 262144)
-  for (int64_t i = 0; i < count; ++i)
-    bottom_diff[i] = top_diff[i] * (bottom_data[i] > 0 ? T(1) : negative_slope);
+  for (int64_t c = 0; c < chunks; ++c) {
+    const int64_t begin = c * kChunk;
+    ReLUGradientSerial(std::min(kChunk, count - begin), bottom_data + begin, top_diff + begin,
+                       negative_slope, bottom_diff + begin);
+  }
 }
 
 void ReLULayer::ForwardCpu(const BlobVec& bottom, const BlobVec& top) {

@@ -14,6 +14,7 @@ class SplitLayer final : public Layer {
   void Reshape(const BlobVec& bottom, const BlobVec& top) override;
   int ExactNumBottomBlobs() const override { return 1; }
   int MinTopBlobs() const override { return 1; }
+  bool SupportsFusedReLUBackward() const override { return true; }
 
  protected:
   void ForwardCpu(const BlobVec& bottom, const BlobVec& top) override;
@@ -21,8 +22,9 @@ class SplitLayer final : public Layer {
                    const BlobVec& bottom) override;
 
  private:
+  // relu_slope: the negative slope of the ReLU fused into this Backward, or null.
   template <typename T>
-  void Backward(const BlobVec& top, Blob* bottom) const;
+  void Backward(const BlobVec& top, Blob* bottom, const float* relu_slope) const;
 
  public:
   // Its GPU path launches on the stream only, with the same arguments every iteration.

@@ -2,6 +2,7 @@
 
 #include <gtest/gtest.h>
 
+#include "support/layer_checks.hpp"
 #include "support/layer_test.hpp"
 
 CREMA_LAYER_CONFORMANCE(Split, LayerCase("", {{2, 3, 4, 5}}), LayerCase("", {{2, 3, 4, 5}}).Tops(2),
@@ -41,6 +42,13 @@ TEST(SplitLayer, InPlaceIsConfigError) {
   auto bottom = MakeBlob({2}, {1, 2});
   Blob other;
   EXPECT_THROW(layer->SetUp({bottom.get()}, {&other, bottom.get()}), ConfigError);
+}
+
+// The ReLU fused into its Backward (Layer::set_fused_relu_backward): one top, two, three; a count
+// of several 8192-element chunks and a partial one.
+TEST(SplitLayer, FusedReLUBackward) {
+  for (int tops : {1, 2, 3}) ExpectFusedReLUBackward("type: 'Split'", {{3, 5, 7}}, tops, 0);
+  ExpectFusedReLUBackward("type: 'Split'", {{4, 3, 61, 67}}, 2, 0);
 }
 
 }  // namespace

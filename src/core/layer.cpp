@@ -1,6 +1,7 @@
 #include "crema/layer.hpp"
 
 #include <algorithm>
+#include <cmath>
 #include <cstring>
 
 #include "core/cuda_context.hpp"
@@ -217,6 +218,15 @@ void Layer::ConvertLoadedBlobs() {
 Workspace& Layer::workspace() {
   if (!workspace_) workspace_ = std::make_shared<Workspace>();
   return *workspace_;
+}
+
+bool Layer::TakeFusedReLUBackward(int bottom, float* negative_slope) {
+  if (bottom >= static_cast<int>(fused_relu_backward_.size()) ||
+      std::isnan(fused_relu_backward_[bottom]))
+    return false;
+  *negative_slope = fused_relu_backward_[bottom];
+  fused_relu_backward_taken_[bottom] = 1;
+  return true;
 }
 
 void Layer::ToProto(LayerParameter* param, bool write_diff) const {

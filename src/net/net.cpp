@@ -661,7 +661,9 @@ void Net::BackwardFromTo(int start, int end) {
       continue;
     }
     if (!layer_need_backward_[i]) continue;
+    const bool relu_fused = PrepareFusedReLUBackward(i, end);
     BackwardLayer(i);
+    if (relu_fused) AfterFusedReLUBackward(i);
     if (debug_info_) BackwardDebugInfo(i);
     if (check_finite_) CheckFinite(i, false);
   }

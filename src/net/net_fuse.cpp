@@ -4,6 +4,7 @@
 // reads the ReLU's output, which the fused producer leaves identical).
 #include <algorithm>
 #include <atomic>
+#include <cmath>
 #include <string>
 
 #include "crema/net.hpp"
@@ -43,6 +44,15 @@ void Net::SetFuseBatchNorm(bool fuse) {
   PlanBatchNormGroups();
 }
 
+int Net::InPlaceReLUBlob(int layer_id) const {
+  if (std::string(layers_[layer_id]->type()) != "ReLU" || bottom_id_vecs_[layer_id].size() != 1 ||
+      top_id_vecs_[layer_id].size() != 1 ||
+      bottom_id_vecs_[layer_id][0] != top_id_vecs_[layer_id][0])
+    return -1;
+  const int blob = top_id_vecs_[layer_id][0];
+  return blob_loss_weights_[blob] == 0 ? blob : -1;
+}
+
 void Net::PlanFuseReLU() {
   relu_fused_into_.assign(num_layers(), -1);
   fused_relu_of_.assign(num_layers(), -1);
@@ -51,14 +61,12 @@ void Net::PlanFuseReLU() {
     if (layer) layer->set_fused_relu(false);
   if (!fuse_relu_) {
     PlanBatchNormGroups();
-    return PlanFuseSum();
+    PlanFuseSum();
+    return PlanFuseReLUBackward();
   }
   for (int l = 0; l < num_layers(); ++l) {
-    if (std::string(layers_[l]->type()) != "ReLU" || bottom_id_vecs_[l].size() != 1 ||
-        top_id_vecs_[l].size() != 1 || bottom_id_vecs_[l][0] != top_id_vecs_[l][0])
-      continue;
-    const int blob = top_id_vecs_[l][0];
-    if (blob_loss_weights_[blob] != 0) continue;
+    const int blob = InPlaceReLUBlob(l);
+    if (blob < 0) continue;
     // The last layer before the ReLU that writes the blob, passing over in-place layers folded
     // into a convolution (they do not run); any other layer reading the blob in between would
     // see the value before the ReLU, so then there is no fusion.
@@ -85,6 +93,54 @@ void Net::PlanFuseReLU() {
   // Groups take the ReLU fused into their Scale.
   PlanBatchNormGroups();
   PlanFuseSum();
+  PlanFuseReLUBackward();
+}
+
+// An in-place ReLU whose output one later layer alone reads (the net's Split layers see to
+// that where several read it), a layer that can compute the ReLU's gradient as it writes its
+// bottom's: that reader's Backward does it, and the ReLU's Backward is skipped. The result is
+// the same bits: the reader applies the ReLU's expression to each gradient element it wrote,
+// reading the same ReLU output the ReLU's Backward would.
+void Net::PlanFuseReLUBackward() {
+  relu_backward_of_.assign(num_layers(), {});
+  relu_backward_fused_into_.assign(num_layers(), -1);
+  if (!fuse_relu_ || !device_.is_cpu() || amp_ != Amp::kOff) return;
+  for (int l = 0; l < num_layers(); ++l) {
+    const int blob = InPlaceReLUBlob(l);
+    if (blob < 0) continue;
+    const int reader = SoleReader(l, blob);
+    if (reader < 0 || Contains(top_id_vecs_[reader], blob) ||
+        !layers_[reader]->SupportsFusedReLUBackward())
+      continue;
+    const auto& bottoms = bottom_id_vecs_[reader];
+    const int k =
+        static_cast<int>(std::find(bottoms.begin(), bottoms.end(), blob) - bottoms.begin());
+    relu_backward_of_[reader].push_back({k, l});
+    relu_backward_fused_into_[l] = reader;
+  }
+}
+
+bool Net::PrepareFusedReLUBackward(int layer_id, int end) {
+  if (relu_backward_of_[layer_id].empty() || check_finite_ || debug_info_) return false;
+  std::vector<float> slopes(bottom_id_vecs_[layer_id].size(), std::nanf(""));
+  bool any = false;
+  for (const auto& [k, relu] : relu_backward_of_[layer_id]) {
+    // The ReLU's Backward would run in this pass, on the gradient this layer writes.
+    if (relu < end || !layer_need_backward_[relu] || !bottom_need_backward_[relu][0] ||
+        !bottom_need_backward_[layer_id][k])
+      continue;
+    slopes[k] = layers_[relu]->layer_param().relu_param().negative_slope();
+    any = true;
+  }
+  if (any) layers_[layer_id]->set_fused_relu_backward(std::move(slopes));
+  return any;
+}
+
+void Net::AfterFusedReLUBackward(int layer_id) {
+  Layer* layer = layers_[layer_id].get();
+  for (const auto& [k, relu] : relu_backward_of_[layer_id])
+    if (layer->fused_relu_backward_taken(k)) backward_done_[relu] = 1;
+  layer->set_fused_relu_backward({});
 }
 
 void Net::SetFuseSum(bool fuse) {

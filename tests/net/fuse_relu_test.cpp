@@ -1,7 +1,7 @@
 // Fusing in-place ReLUs into their producers (NetOptions::fuse_relu): every blob of a fused net
 // holds the same bits as in the unfused net after Forward (every zoo deploy net; partial
 // ForwardFromTo ranges) and after Backward (data, gradients, parameter gradients), and only the
-// ReLUs the rule allows are fused.
+// ReLUs the rule allows are fused; the same for ReLUs whose gradient their reader computes.
 #include <google/protobuf/text_format.h>
 #include <gtest/gtest.h>
 
@@ -303,6 +303,117 @@ TEST(FuseReLU, OnlyWhatTheRuleAllows) {
   )");
   auto net = Build(param, TRAIN, true);
   EXPECT_EQ(Fused(*net), std::vector<std::string>{"fused>ip4"});
+}
+
+std::vector<std::string> BackwardFused(const Net& net) {
+  std::vector<std::string> names;
+  for (int l = 0; l < net.num_layers(); ++l)
+    if (net.relu_backward_fused_into()[l] >= 0)
+      names.push_back(net.layer_names()[l] + ">" +
+                      net.layer_names()[net.relu_backward_fused_into()[l]]);
+  return names;
+}
+
+// Readers computing a ReLU's gradient: a Concat (two ReLUs with different slopes, one of them
+// also fused forward), a Split of three tops, MAX pooling (3x3 windows at stride 2 overlap, so
+// gradients add up before the ReLU's), MAX pooling with its mask as a second top, and AVE
+// pooling; not fused: a ReLU whose reader is a convolution or runs in place after it.
+const char* kReaders = R"(
+  name: "readers"
+  layer { name: "data" type: "Input" top: "data" top: "label"
+          input_param { shape { dim: 2 dim: 3 dim: 9 dim: 9 } shape { dim: 2 } } }
+  layer { name: "a" type: "Convolution" bottom: "data" top: "a"
+          convolution_param { num_output: 4 kernel_size: 3 pad: 1 } }
+  layer { name: "a_relu" type: "ReLU" bottom: "a" top: "a" }
+  layer { name: "b" type: "Power" bottom: "data" top: "b" power_param { scale: 2 shift: -0.5 } }
+  layer { name: "b_relu" type: "ReLU" bottom: "b" top: "b" relu_param { negative_slope: 0.1 } }
+  layer { name: "cat" type: "Concat" bottom: "a" bottom: "b" top: "cat" }
+  layer { name: "cat_relu" type: "ReLU" bottom: "cat" top: "cat" }
+  layer { name: "s1" type: "Convolution" bottom: "cat" top: "s1"
+          convolution_param { num_output: 5 kernel_size: 1 } }
+  layer { name: "s2" type: "Convolution" bottom: "cat" top: "s2"
+          convolution_param { num_output: 5 kernel_size: 3 pad: 1 } }
+  layer { name: "s3" type: "Pooling" bottom: "cat" top: "s3"
+          pooling_param { pool: MAX kernel_size: 3 stride: 1 pad: 1 } }
+  layer { name: "sum" type: "Eltwise" bottom: "s1" bottom: "s2" top: "sum" }
+  layer { name: "sum_relu" type: "ReLU" bottom: "sum" top: "sum" }
+  layer { name: "maxpool" type: "Pooling" bottom: "sum" top: "maxpool"
+          pooling_param { pool: MAX kernel_size: 3 stride: 2 } }
+  layer { name: "s3_relu" type: "ReLU" bottom: "s3" top: "s3"
+          relu_param { negative_slope: 0.2 } }
+  layer { name: "avepool" type: "Pooling" bottom: "s3" top: "avepool"
+          pooling_param { pool: AVE kernel_size: 3 stride: 2 pad: 1 } }
+  layer { name: "mp_relu" type: "ReLU" bottom: "maxpool" top: "maxpool" }
+  layer { name: "masked" type: "Pooling" bottom: "maxpool" top: "masked" top: "mask"
+          pooling_param { pool: MAX kernel_size: 2 stride: 2 } }
+  layer { name: "ap_relu" type: "ReLU" bottom: "avepool" top: "avepool" }
+  layer { name: "in_place" type: "Power" bottom: "avepool" top: "avepool"
+          power_param { scale: 1.5 } }
+  layer { name: "c" type: "Convolution" bottom: "avepool" top: "c"
+          convolution_param { num_output: 2 kernel_size: 3 } }
+  layer { name: "c_relu" type: "ReLU" bottom: "c" top: "c" }
+  layer { name: "ip_c" type: "InnerProduct" bottom: "c" top: "ip_c"
+          inner_product_param { num_output: 3 } }
+  layer { name: "ip_m" type: "InnerProduct" bottom: "masked" top: "ip_m"
+          inner_product_param { num_output: 3 } }
+  layer { name: "ip" type: "Eltwise" bottom: "ip_c" bottom: "ip_m" top: "ip" }
+  layer { name: "loss" type: "SoftmaxWithLoss" bottom: "ip" bottom: "label" top: "loss" }
+)";
+
+// Forward and Backward of a plain and a fused net (the same weights and inputs); every blob and
+// gradient compared. `range`: Backward as BackwardFromTo(num_layers - 1, range) then the rest.
+void ExpectReadersIdentical(const NetParameter& param, int range = 0) {
+  auto plain = Build(param, TRAIN, false);
+  auto fused = Build(param, TRAIN, true);
+  RandomWeights(plain.get(), 11);
+  fused->ShareTrainedLayersWith(*plain);
+  for (int pass = 0; pass < 2; ++pass) {
+    for (Net* net : {plain.get(), fused.get()}) {
+      FillInputs(net, 200 + pass);
+      float* label = net->input_blobs()[1]->mutable_cpu_data<float>();
+      label[0] = 0, label[1] = 2;
+      net->ClearParamDiffs();
+      net->Forward();
+      if (range > 0) {
+        net->BackwardFromTo(net->num_layers() - 1, range);
+        net->BackwardFromTo(range - 1, 0);
+      } else {
+        net->Backward();
+      }
+    }
+    ExpectSameBlobs(*plain, *fused, true, "pass " + std::to_string(pass));
+  }
+}
+
+TEST(FuseReLU, ReadersComputeTheReLUsGradient) {
+  const NetParameter param = Parse(kReaders);
+  auto fused = Build(param, TRAIN, true);
+  EXPECT_EQ(BackwardFused(*fused),
+            (std::vector<std::string>{"a_relu>cat", "b_relu>cat", "cat_relu>cat_cat_relu_0_split",
+                                      "sum_relu>maxpool", "s3_relu>avepool", "mp_relu>masked"}));
+  EXPECT_TRUE(BackwardFused(*Build(param, TRAIN, false)).empty());
+  ExpectReadersIdentical(param);
+}
+
+// oneDNN's pooling does not take the ReLU (the ReLU's Backward runs); without oneDNN in the build
+// this runs crema's kernels again.
+TEST(FuseReLU, ReadersComputeTheReLUsGradientOnOneDnn) {
+  const CpuEngine before = GetCpuEngine();
+  SetCpuEngine(CpuEngine::kDnnl);
+  ExpectReadersIdentical(Parse(kReaders));
+  SetCpuEngine(before);
+}
+
+// A Backward range that stops between a reader and its ReLU leaves the ReLU to the next range.
+TEST(FuseReLU, ReadersInPartialBackwardRanges) {
+  const NetParameter param = Parse(kReaders);
+  auto fused = Build(param, TRAIN, true);
+  // Between the Concat and the ReLUs before it, and between the MAX pooling and its ReLU.
+  for (const char* first : {"cat", "maxpool"}) {
+    int layer = 0;
+    while (fused->layer_names()[layer] != first) ++layer;
+    ExpectReadersIdentical(param, layer);
+  }
 }
 
 }  // namespace

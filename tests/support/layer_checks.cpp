@@ -4,7 +4,9 @@
 
 #include <algorithm>
 #include <cmath>
+#include <cstring>
 #include <memory>
+#include <random>
 
 #include "crema/layer_registry.hpp"
 #include "support/gradient_checker.hpp"
@@ -74,6 +76,60 @@ void ExpectParamError(const std::string& text, const std::vector<int>& shape,
   auto layer = CreateLayer("name: 'bad' " + text);
   Blob bottom(shape);
   ExpectSetUpThrows(layer.get(), {&bottom}, field);
+}
+
+void ExpectFusedReLUBackward(const std::string& text, const std::vector<std::vector<int>>& shapes,
+                             int num_tops, int k) {
+  std::mt19937 rng(7);
+  std::uniform_real_distribution<float> uniform(-1.0f, 1.0f);
+  const auto fill = [&](float* x, int64_t n) {
+    for (int64_t i = 0; i < n; ++i) x[i] = rng() % 6 == 0 ? 0.0f : uniform(rng);
+  };
+  const auto bits = [](const Blob& blob) {
+    std::vector<char> b(static_cast<size_t>(blob.count()) * sizeof(float));
+    std::memcpy(b.data(), blob.cpu_diff<float>(), b.size());
+    return b;
+  };
+  auto layer = CreateLayer(text, DataType::kFloat32);
+  std::vector<std::unique_ptr<Blob>> bottoms, tops;
+  BlobVec bottom, top;
+  for (const std::vector<int>& shape : shapes) {
+    bottoms.push_back(std::make_unique<Blob>(shape));
+    fill(bottoms.back()->mutable_cpu_data<float>(), bottoms.back()->count());
+    bottom.push_back(bottoms.back().get());
+  }
+  for (int t = 0; t < num_tops; ++t) {
+    tops.push_back(std::make_unique<Blob>());
+    top.push_back(tops.back().get());
+  }
+  layer->SetUp(bottom, top);
+  layer->Forward(bottom, top);
+  for (Blob* t : top) fill(t->mutable_cpu_diff<float>(), t->count());
+  const std::vector<bool> down(bottom.size(), true);
+  layer->Backward(top, down, bottom);
+  std::vector<std::vector<char>> plain;
+  for (Blob* b : bottom) plain.push_back(bits(*b));
+  for (float slope : {0.0f, 0.25f}) {
+    SCOPED_TRACE("negative_slope " + std::to_string(slope));
+    // The ReLU layer's own Backward, in place on a copy of bottom k with the plain gradient.
+    auto relu =
+        CreateLayer("type: 'ReLU' relu_param { negative_slope: " + std::to_string(slope) + " }",
+                    DataType::kFloat32);
+    Blob y;
+    y.CopyFrom(*bottom[k], false, true);
+    std::memcpy(y.mutable_cpu_diff<float>(), plain[k].data(), plain[k].size());
+    relu->SetUp({&y}, {&y});
+    relu->Backward({&y}, {true}, {&y});
+    std::vector<float> slopes(bottom.size(), std::nanf(""));
+    slopes[k] = slope;
+    layer->set_fused_relu_backward(slopes);
+    layer->Backward(top, down, bottom);
+    EXPECT_TRUE(layer->fused_relu_backward_taken(k));
+    layer->set_fused_relu_backward({});
+    for (size_t b = 0; b < bottom.size(); ++b)
+      EXPECT_TRUE(bits(*bottom[b]) == (static_cast<int>(b) == k ? bits(y) : plain[b]))
+          << "bottom " << b;
+  }
 }
 
 }  // namespace crema::testing

@@ -20,4 +20,12 @@ void ExpectSetUpError(const std::string& text, const std::vector<std::vector<int
 void ExpectParamError(const std::string& text, const std::vector<int>& shape,
                       const std::string& field);
 
+// A layer computing a ReLU's gradient (Layer::set_fused_relu_backward): the layer `text` (float32,
+// bottoms of `shapes` with random values, zeros among them, and `num_tops` tops) asked for the
+// ReLU of bottom `k` (slopes 0 and 0.25) says it took it, and its bottom diffs are, bit for bit,
+// those of its plain Backward with bottom k's then passed through a ReLU layer's Backward (in
+// place, reading bottom k's data as the ReLU's output).
+void ExpectFusedReLUBackward(const std::string& text, const std::vector<std::vector<int>>& shapes,
+                             int num_tops, int k);
+
 }  // namespace crema::testing
