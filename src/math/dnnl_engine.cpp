@@ -63,6 +63,17 @@ bool DnnlBuilt() {
 #endif
 }
 
+bool DnnlSgemm(bool trans_a, bool trans_b, int m, int n, int k, float alpha, const float* a,
+               int lda, const float* b, int ldb, float beta, float* c, int ldc) {
+#ifdef CREMA_WITH_DNNL
+  if (m <= 0 || n <= 0 || k <= 0) return false;
+  return dnnl_sgemm(trans_a ? 'T' : 'N', trans_b ? 'T' : 'N', m, n, k, alpha, a, lda, b, ldb, beta,
+                    c, ldc) == dnnl_success;
+#else
+  return false;
+#endif
+}
+
 CpuEngine LayerCpuEngine() {
   // Deterministic mode promises results independent of timing and of the thread count: auto's
   // choice depends on timing, oneDNN's reductions on the threads.

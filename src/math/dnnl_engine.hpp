@@ -51,6 +51,14 @@ class ScopedCpuEngine {
 // Whether this build has oneDNN (CREMA_DNNL found at configure time).
 bool DnnlBuilt();
 
+// c = alpha op(a) op(b) + beta c for row-major float matrices with oneDNN's sgemm, which runs the
+// small and skinny products of crema's own convolution kernels 1.0-1.8x faster than OpenBLAS's at
+// one thread (im2col products such as 50 x 512 x 500, 1x1 convolutions with 16 or 64 channels).
+// Returns false without oneDNN in the build, for empty sizes, or when oneDNN refuses; the caller
+// then runs BLAS (cpu::Gemm does).
+bool DnnlSgemm(bool trans_a, bool trans_b, int m, int n, int k, float alpha, const float* a,
+               int lda, const float* b, int ldb, float beta, float* c, int ldc);
+
 // The policy for one layer: the process-wide one; without oneDNN in the build, and in
 // deterministic mode (--deterministic, solver `deterministic: true`), always kCaffe. A layer's
 // `engine` field does not change it: in Caffe it chooses between Caffe's kernels and cuDNN's (a

@@ -11,6 +11,7 @@
 
 #include "core/cuda_context.hpp"
 #include "crema/error.hpp"
+#include "math/dnnl_engine.hpp"
 
 namespace crema::cpu {
 namespace {
@@ -76,11 +77,25 @@ inline double BlasAsum(int n, const double* x) { return cblas_dasum(n, x, 1); }
 // for one block for that reason): the blocks depend on the shape only.
 constexpr int kDeterministicBlock = 256;
 
+// Outside deterministic mode float products go to oneDNN's sgemm where the build has it (faster
+// on crema's small and skinny shapes: DnnlSgemm), else to BLAS.
+inline bool FastGemm(CBLAS_TRANSPOSE ta, CBLAS_TRANSPOSE tb, int m, int n, int k, float alpha,
+                     const float* a, int lda, const float* b, int ldb, float beta, float* c,
+                     int ldc) {
+  return DnnlSgemm(ta != CblasNoTrans, tb != CblasNoTrans, m, n, k, alpha, a, lda, b, ldb, beta, c,
+                   ldc);
+}
+inline bool FastGemm(CBLAS_TRANSPOSE, CBLAS_TRANSPOSE, int, int, int, double, const double*, int,
+                     const double*, int, double, double*, int) {
+  return false;
+}
+
 template <typename T>
 void BlasGemmIn(CBLAS_TRANSPOSE ta, CBLAS_TRANSPOSE tb, int m, int n, int k, T alpha, const T* a,
                 int lda, const T* b, int ldb, T beta, T* c, int ldc) {
   if (!gpu::Deterministic()) {
-    BlasGemm(ta, tb, m, n, k, alpha, a, lda, b, ldb, beta, c, ldc);
+    if (!FastGemm(ta, tb, m, n, k, alpha, a, lda, b, ldb, beta, c, ldc))
+      BlasGemm(ta, tb, m, n, k, alpha, a, lda, b, ldb, beta, c, ldc);
     return;
   }
   const int blocks = (n + kDeterministicBlock - 1) / kDeterministicBlock;
