@@ -362,9 +362,13 @@ const char* kReaders = R"(
 
 // Forward and Backward of a plain and a fused net (the same weights and inputs); every blob and
 // gradient compared. `range`: Backward as BackwardFromTo(num_layers - 1, range) then the rest.
-void ExpectReadersIdentical(const NetParameter& param, int range = 0) {
+// `plan`: both nets' activation memory under the training plan (buffers shared as the solver
+// runs it).
+void ExpectReadersIdentical(const NetParameter& param, int range = 0, bool plan = false) {
   auto plain = Build(param, TRAIN, false);
   auto fused = Build(param, TRAIN, true);
+  if (plan)
+    for (Net* net : {plain.get(), fused.get()}) net->SetMemoryPlan(MemoryPlan::kTraining, {});
   RandomWeights(plain.get(), 11);
   fused->ShareTrainedLayersWith(*plain);
   for (int pass = 0; pass < 2; ++pass) {
@@ -393,6 +397,7 @@ TEST(FuseReLU, ReadersComputeTheReLUsGradient) {
                                       "sum_relu>maxpool", "s3_relu>avepool", "mp_relu>masked"}));
   EXPECT_TRUE(BackwardFused(*Build(param, TRAIN, false)).empty());
   ExpectReadersIdentical(param);
+  ExpectReadersIdentical(param, 0, true);
 }
 
 // oneDNN's pooling does not take the ReLU (the ReLU's Backward runs); without oneDNN in the build
