@@ -123,7 +123,7 @@ class Layer {
 
   // ReLU fusion (NetOptions::fuse_relu): a layer that returns true applies an in-place ReLU's
   // function to its only top at the end of its Forward (CPU and GPU) when the net asks
-  // (set_fused_relu), and the net then skips that ReLU's Forward (its Backward runs as before).
+  // (set_fused_relu), and the net then skips that ReLU's Forward (its Backward: see below).
   virtual bool SupportsFusedReLU() const { return false; }
   void set_fused_relu(bool on, float negative_slope = 0) {
     fused_relu_ = on;

@@ -1,7 +1,8 @@
 // Fusing in-place ReLUs into the layer that produced their input (NetOptions::fuse_relu,
 // src/net/README.md). The producer applies the ReLU in its own last pass over its output, so the
-// ReLU's separate pass over memory disappears; the ReLU's Backward runs as before (in place it
-// reads the ReLU's output, which the fused producer leaves identical).
+// ReLU's separate pass over memory disappears; the ReLU's Backward reads the ReLU's output in
+// place, which the fused producer leaves identical. On CPU nets that Backward in turn runs inside
+// the one layer reading the ReLU's output where that layer can take it (PlanFuseReLUBackward).
 #include <algorithm>
 #include <atomic>
 #include <cmath>
