@@ -89,7 +89,21 @@ template <typename T>
 void InnerProductLayer::BackwardT(const BlobVec& top, const std::vector<bool>& propagate_down,
                                   const BlobVec& bottom) {
   const T* top_diff = top[0]->cpu_diff<T>();
-  if (param_propagate_down(0)) {
+  bool weight_done = false, bottom_done = false;
+  if constexpr (std::is_same_v<T, float>) {
+    // Caffe's n x k weights at a small batch: one pass over the weights and their gradient.
+    if (!transpose_ && cpu::FewRowsGemmApplies(M_) &&
+        (param_propagate_down(0) || propagate_down[0])) {
+      bool zero = true;
+      float* weight_diff =
+          param_propagate_down(0) ? blobs_[0]->mutable_cpu_diff_to_add<float>(&zero) : nullptr;
+      cpu::GemmFewRowsBackward(M_, N_, K_, top_diff, bottom[0]->cpu_data<float>(),
+                               blobs_[0]->cpu_data<float>(), weight_diff, !zero,
+                               propagate_down[0] ? bottom[0]->mutable_cpu_diff<float>() : nullptr);
+      weight_done = bottom_done = true;
+    }
+  }
+  if (param_propagate_down(0) && !weight_done) {
     const T* bottom_data = bottom[0]->cpu_data<T>();
     bool zero = false;
     T* weight_diff = blobs_[0]->mutable_cpu_diff_to_add<T>(&zero);
@@ -108,7 +122,7 @@ void InnerProductLayer::BackwardT(const BlobVec& top, const std::vector<bool>& p
     cpu::Gemv<T>(cpu::Trans::kYes, M_, N_, T(1), top_diff, bias_multiplier_.cpu_data<T>(),
                  zero ? T(0) : T(1), bias_diff);
   }
-  if (propagate_down[0]) {
+  if (propagate_down[0] && !bottom_done) {
     cpu::Gemm<T>(cpu::Trans::kNo, transpose_ ? cpu::Trans::kYes : cpu::Trans::kNo, M_, K_, N_, T(1),
                  top_diff, blobs_[0]->cpu_data<T>(), T(0), bottom[0]->mutable_cpu_diff<T>());
   }

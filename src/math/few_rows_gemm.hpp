@@ -20,4 +20,16 @@ bool FewRowsGemmApplies(int m);
 // y (m x n) = x (m x k) * w^T (w: n x k); y is overwritten. Parallel over n with OpenMP.
 void GemmFewRows(int m, int n, int k, const float* x, const float* w, float* y);
 
+// The inner product's backward for the same few rows, in one pass over w and dw:
+//   dw (n x k) = dy^T (dy: m x n) * x, added to dw when `accumulate`, else overwriting it;
+//   dx (m x k) = dy * w, overwritten.
+// Either output may be null (then x, or w, may be too). Two sgemms would read w for dx and write
+// dw, each packing its operands first (for CaffeNet's fc6: four passes over 151 MB); here columns
+// of w, dw, x and dx are taken a block at a time (x's and dx's blocks stay in L1) and each row of
+// w is read once and each of dw written once. dx's outputs sum over w's rows in their order and
+// dw's over x's rows in theirs, so the bits do not depend on the thread count (parallel over
+// column blocks with OpenMP). Falls back to the BLAS where FewRowsGemmApplies(m) is false.
+void GemmFewRowsBackward(int m, int n, int k, const float* dy, const float* x, const float* w,
+                         float* dw, bool accumulate, float* dx);
+
 }  // namespace crema::cpu

@@ -106,5 +106,114 @@ TEST(FewRowsGemm, AnOutputHasTheSameBitsInAnyTileAndForAnyThreadCount) {
   }
 }
 
+// The backward's outputs: dw (n x k) = dy^T x (+ dw0 when accumulating), dx (m x k) = dy w.
+struct Gradients {
+  std::vector<float> dw, dx;
+};
+
+Gradients Backward(int m, int n, int k, const std::vector<float>& dy, const std::vector<float>& x,
+                   const std::vector<float>& w, const std::vector<float>* dw0, bool want_dw = true,
+                   bool want_dx = true) {
+  Gradients g;
+  if (want_dw) g.dw = dw0 ? *dw0 : std::vector<float>(static_cast<size_t>(n) * k, std::nanf(""));
+  if (want_dx) g.dx.assign(static_cast<size_t>(m) * k, std::nanf(""));
+  GemmFewRowsBackward(m, n, k, dy.data(), x.data(), w.data(), want_dw ? g.dw.data() : nullptr,
+                      dw0 != nullptr, want_dx ? g.dx.data() : nullptr);
+  return g;
+}
+
+// Each gradient against a double-precision sum, within float rounding of its terms.
+void ExpectGradients(int m, int n, int k, const std::vector<float>& dy, const std::vector<float>& x,
+                     const std::vector<float>& w, const std::vector<float>* dw0,
+                     const Gradients& g) {
+  auto at = [](const std::vector<float>& v, int row, int cols, int col) {
+    return double{v[static_cast<size_t>(row) * cols + col]};
+  };
+  for (int j = 0; j < n && !g.dw.empty(); ++j) {
+    for (int t = 0; t < k; ++t) {
+      double sum = dw0 ? at(*dw0, j, k, t) : 0, magnitude = std::fabs(sum);
+      for (int i = 0; i < m; ++i) {
+        const double p = at(dy, i, n, j) * at(x, i, k, t);
+        sum += p;
+        magnitude += std::fabs(p);
+      }
+      ASSERT_NEAR(at(g.dw, j, k, t), sum, (m + 2) * 6e-8 * magnitude + 1e-30)
+          << "dw m " << m << " n " << n << " k " << k << " at " << j << "," << t;
+    }
+  }
+  for (int i = 0; i < m && !g.dx.empty(); ++i) {
+    for (int t = 0; t < k; ++t) {
+      double sum = 0, magnitude = 0;
+      for (int j = 0; j < n; ++j) {
+        const double p = at(dy, i, n, j) * at(w, j, k, t);
+        sum += p;
+        magnitude += std::fabs(p);
+      }
+      ASSERT_NEAR(at(g.dx, i, k, t), sum, (n + 1) * 6e-8 * magnitude + 1e-30)
+          << "dx m " << m << " n " << n << " k " << k << " at " << i << "," << t;
+    }
+  }
+}
+
+TEST(FewRowsGemmBackward, EveryShapeOnEveryLevelIsTheGradient) {
+  // Rows of dy up to and past the limit; w's rows with and without a remainder of the 8 (4)
+  // taken together; columns with and without a vector tail and beyond one block of 128.
+  for (CpuIsa level : kLevels) {
+    ScopedCpuIsaLimit limit(level);
+    for (int m : {1, 3, 16, kFewRowsGemmMaxRows, kFewRowsGemmMaxRows + 1}) {
+      for (int k : {1, 7, 16, 37, 300}) {
+        for (int n : {1, 3, 9, 50}) {
+          const std::vector<float> dy = Random(static_cast<size_t>(m) * n, m * 7 + n);
+          const std::vector<float> x = Random(static_cast<size_t>(m) * k, m * 31 + k);
+          const std::vector<float> w = Random(static_cast<size_t>(n) * k, n * 17 + k);
+          const std::vector<float> dw0 = Random(static_cast<size_t>(n) * k, n * 5 + k);
+          ExpectGradients(m, n, k, dy, x, w, nullptr, Backward(m, n, k, dy, x, w, nullptr));
+          ExpectGradients(m, n, k, dy, x, w, &dw0, Backward(m, n, k, dy, x, w, &dw0));
+          if (HasFatalFailure()) return;
+        }
+      }
+    }
+  }
+}
+
+TEST(FewRowsGemmBackward, OneGradientAloneHasTheSameBitsAndTheOtherIsUntouched) {
+  const int m = 5, n = 19, k = 300;
+  const std::vector<float> dy = Random(static_cast<size_t>(m) * n, 3);
+  const std::vector<float> x = Random(static_cast<size_t>(m) * k, 4);
+  const std::vector<float> w = Random(static_cast<size_t>(n) * k, 5);
+  for (CpuIsa level : kLevels) {
+    ScopedCpuIsaLimit limit(level);
+    SCOPED_TRACE(CpuIsaName(level));
+    const Gradients both = Backward(m, n, k, dy, x, w, nullptr);
+    const Gradients dw = Backward(m, n, k, dy, x, w, nullptr, true, false);
+    const Gradients dx = Backward(m, n, k, dy, x, w, nullptr, false, true);
+    EXPECT_TRUE(dw.dx.empty() && dx.dw.empty());
+    EXPECT_EQ(0, std::memcmp(both.dw.data(), dw.dw.data(), both.dw.size() * sizeof(float)));
+    EXPECT_EQ(0, std::memcmp(both.dx.data(), dx.dx.data(), both.dx.size() * sizeof(float)));
+  }
+}
+
+TEST(FewRowsGemmBackward, TheBitsDoNotDependOnTheThreadCount) {
+  // Enough work to run in parallel, column blocks split between the threads.
+  const int m = 16, n = 70, k = 1000;
+  const std::vector<float> dy = Random(static_cast<size_t>(m) * n, 6);
+  const std::vector<float> x = Random(static_cast<size_t>(m) * k, 7);
+  const std::vector<float> w = Random(static_cast<size_t>(n) * k, 8);
+  const std::vector<float> dw0 = Random(static_cast<size_t>(n) * k, 9);
+  for (CpuIsa level : kLevels) {
+    ScopedCpuIsaLimit limit(level);
+    if (!FewRowsGemmApplies(m)) continue;  // the BLAS promises no such thing
+    SCOPED_TRACE(CpuIsaName(level));
+    const int threads = CpuThreads();
+    SetCpuThreads(1);
+    const Gradients one = Backward(m, n, k, dy, x, w, &dw0);
+    SetCpuThreads(2);
+    const Gradients two = Backward(m, n, k, dy, x, w, &dw0);
+    SetCpuThreads(threads);
+    EXPECT_EQ(0, std::memcmp(one.dw.data(), two.dw.data(), one.dw.size() * sizeof(float)));
+    EXPECT_EQ(0, std::memcmp(one.dx.data(), two.dx.data(), one.dx.size() * sizeof(float)));
+  }
+}
+
 }  // namespace
 }  // namespace crema::cpu
