@@ -25,7 +25,8 @@
 
 DEFINE_double(seconds, 0,
               "crema time: keep timing whole iterations until this many seconds have passed "
-              "(at least --iterations of them); 0 = exactly --iterations.");
+              "(at least --iterations of them, after one untimed warm-up iteration); 0 = exactly "
+              "--iterations.");
 DEFINE_int32(threads, 0,
              "CPU threads for crema's loops and OpenBLAS (0 = OMP_NUM_THREADS, else all "
              "cores).");
@@ -358,6 +359,10 @@ int RunTime(const std::vector<std::string>& args) {
     else
       reason = graph_reason();
   } else {
+    // Warm-up: the first iteration allocates (the solver's history, the gradients written lazily)
+    // and faults in those pages; training runs the steady state after it.
+    run_once();
+    sync.Wait();
     uncaptured_ms = time_whole();
     reason = device.is_cuda() ? "--cuda-graph=false" : "";
   }

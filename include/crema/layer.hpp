@@ -149,6 +149,25 @@ class Layer {
            fused_relu_backward_taken_[bottom];
   }
 
+  // Plain SGD's step (src/math/sgd_step.hpp) on a param, fused into the Backward that writes its
+  // gradient (CPU, float): a layer that returns true for param p applies the step where it has
+  // just written a block of p's gradient, while that is in cache, instead of the solver's pass
+  // over the weights, gradient and history afterwards; the same bits. The solver hands the steps
+  // over for one Backward (Net::SetFusedSgdSteps: `history` null for none) and skips the params
+  // whose step was taken (TakeFusedSgdStep).
+  struct SgdStep {
+    float rate = 0, momentum = 0, decay = 0;
+    Blob* history = nullptr;
+  };
+  virtual bool SupportsFusedSgdStep(int param) const { return false; }
+  void set_fused_sgd_steps(std::vector<SgdStep> steps) {
+    fused_sgd_steps_ = std::move(steps);
+    fused_sgd_step_taken_.assign(fused_sgd_steps_.size(), 0);
+  }
+  bool fused_sgd_step_taken(int param) const {
+    return param < static_cast<int>(fused_sgd_step_taken_.size()) && fused_sgd_step_taken_[param];
+  }
+
   // Channel-blocked CPU data between the layers of an inference net (Blob::cpu_channel_block,
   // src/net/net_layout.cpp): how this layer takes it.
   enum class ChannelBlocking {
@@ -227,6 +246,9 @@ class Layer {
   // In Backward: whether the net asked for bottom k's ReLU (set_fused_relu_backward); if so the
   // layer must apply it to all of bottom k's gradient, with *negative_slope.
   bool TakeFusedReLUBackward(int bottom, float* negative_slope);
+  // In Backward, where the layer writes param p's gradient afresh (not adding to it): the step
+  // the solver handed over for p, or null; once taken, the layer must apply it to all of p.
+  const SgdStep* TakeFusedSgdStep(int param);
 
  private:
   void CheckBlobCounts(const BlobVec& bottom, const BlobVec& top) const;
@@ -238,6 +260,8 @@ class Layer {
   float fused_relu_slope_ = 0;
   std::vector<float> fused_relu_backward_;
   std::vector<char> fused_relu_backward_taken_;
+  std::vector<SgdStep> fused_sgd_steps_;
+  std::vector<char> fused_sgd_step_taken_;
 };
 
 // A layer with one bottom and one top of the same shape (element-wise functions).

@@ -232,6 +232,13 @@ class Net {
   void SetFuseSum(bool fuse);
   bool fuse_sum() const { return fuse_sum_; }
   const std::vector<int>& sum_fused_into() const { return sum_fused_into_; }
+  // Plain SGD's step fused into the Backward that writes a param's gradient (Layer::SgdStep):
+  // the solver hands `steps` (one per learnable param, history null for none) to the layers
+  // for the next Backward, where a param has one layer (not shared) that supports it, on the
+  // CPU, without debug info or finite checks (those read the gradients after the Backward).
+  // FusedSgdStepsTaken then says, per learnable param, which were applied, and clears them.
+  void SetFusedSgdSteps(const std::vector<Layer::SgdStep>& steps);
+  std::vector<char> FusedSgdStepsTaken();
   // Channel-blocked layouts between oneDNN layers, or not (NetOptions::channel_blocked).
   void SetChannelBlocked(bool blocked);
   bool channel_blocked() const { return channel_blocked_; }

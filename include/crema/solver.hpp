@@ -39,6 +39,10 @@ struct SolverOptions {
   // On a GPU, capture the training iteration into a CUDA graph and replay it where that is legal
   // (src/net/iteration_graph.hpp); crema --cuda-graph.
   bool cuda_graph = true;
+  // Plain SGD's step on the CPU inside the Backward of the layers that can apply it where they
+  // write the gradient (Layer::SgdStep: InnerProduct at small batches); the same bits as after
+  // the Backward. False: always after (for comparisons).
+  bool fuse_update = true;
 };
 
 class IterationGraph;
@@ -116,6 +120,11 @@ class Solver {
   // With `guard_nonfinite`, UpdateParams leaves the weights and history as they are when the
   // net's loss is not finite (stop_on_nonfinite_loss, read on the device).
   virtual bool UpdateCapturable() const { return false; }
+  // Before the Backward of an iteration's only pass (iter_size 1, no all-reduce or loss scaling,
+  // a loss that stop_on_nonfinite_loss lets through): hands the update of the params whose
+  // layers can apply it to those layers (Net::SetFusedSgdSteps, SolverOptions::fuse_update);
+  // UpdateParams then skips the params they updated.
+  virtual void FuseUpdateIntoBackward() {}
   virtual void PrepareUpdate() {}
   virtual void UpdateParams(bool guard_nonfinite) {}
   virtual void SnapshotSolverState(const std::string& model_filename) = 0;

@@ -91,15 +91,24 @@ void InnerProductLayer::BackwardT(const BlobVec& top, const std::vector<bool>& p
   const T* top_diff = top[0]->cpu_diff<T>();
   bool weight_done = false, bottom_done = false;
   if constexpr (std::is_same_v<T, float>) {
-    // Caffe's n x k weights at a small batch: one pass over the weights and their gradient.
+    // Caffe's n x k weights at a small batch: one pass over the weights and their gradient (and
+    // the solver's step on the weights, where it handed it over).
     if (!transpose_ && cpu::FewRowsGemmApplies(M_) &&
         (param_propagate_down(0) || propagate_down[0])) {
       bool zero = true;
       float* weight_diff =
           param_propagate_down(0) ? blobs_[0]->mutable_cpu_diff_to_add<float>(&zero) : nullptr;
+      const SgdStep* step = weight_diff && zero ? TakeFusedSgdStep(0) : nullptr;
+      cpu::FewRowsSgdStep kernel_step{};
+      if (step) {
+        kernel_step = {step->rate, step->momentum, step->decay,
+                       blobs_[0]->mutable_cpu_data<float>(),
+                       step->history->mutable_cpu_data<float>()};
+      }
       cpu::GemmFewRowsBackward(M_, N_, K_, top_diff, bottom[0]->cpu_data<float>(),
                                blobs_[0]->cpu_data<float>(), weight_diff, !zero,
-                               propagate_down[0] ? bottom[0]->mutable_cpu_diff<float>() : nullptr);
+                               propagate_down[0] ? bottom[0]->mutable_cpu_diff<float>() : nullptr,
+                               step ? &kernel_step : nullptr);
       weight_done = bottom_done = true;
     }
   }

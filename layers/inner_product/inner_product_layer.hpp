@@ -21,6 +21,8 @@ class InnerProductLayer final : public Layer {
   using Layer::Layer;
   const char* type() const override { return "InnerProduct"; }
   bool SupportsFusedReLU() const override { return true; }
+  // The weights' step on the CPU, in crema's kernel for a few rows (GemmFewRowsBackward).
+  bool SupportsFusedSgdStep(int param) const override { return param == 0; }
   void LayerSetUp(const BlobVec& bottom, const BlobVec& top) override;
   void Reshape(const BlobVec& bottom, const BlobVec& top) override;
   int ExactNumBottomBlobs() const override { return 1; }

@@ -229,6 +229,13 @@ bool Layer::TakeFusedReLUBackward(int bottom, float* negative_slope) {
   return true;
 }
 
+const Layer::SgdStep* Layer::TakeFusedSgdStep(int param) {
+  if (param >= static_cast<int>(fused_sgd_steps_.size()) || !fused_sgd_steps_[param].history)
+    return nullptr;
+  fused_sgd_step_taken_[param] = 1;
+  return &fused_sgd_steps_[param];
+}
+
 void Layer::ToProto(LayerParameter* param, bool write_diff) const {
   param->Clear();
   param->CopyFrom(layer_param_);

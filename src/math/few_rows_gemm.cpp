@@ -3,9 +3,11 @@
 #include <algorithm>
 #include <cstdint>
 
+#include "crema/error.hpp"
 #include "math/blas_setup.hpp"
 #include "math/cpu_isa.hpp"
 #include "math/math.hpp"
+#include "math/sgd_step.hpp"
 
 namespace crema::cpu {
 namespace {
@@ -128,12 +130,13 @@ __attribute__((always_inline)) inline void Broadcast(float s, typename Vec<V>::t
 
 // Columns [c0, c1) (whole vectors) of rows [j, j + JB) of w and dw against all m rows of dy, x
 // and dx: dw's vectors start from dw (accumulate) or zero and add x's rows in order, in
-// registers; dx's (holding the sum over w's rows before j) add the JB rows in order.
+// registers; dx's (holding the sum over w's rows before j) add the JB rows in order. Then the
+// SGD step, if any, on those rows' columns, whose dw is in cache.
 template <int V, int JB, bool kDw, bool kDx>
 __attribute__((always_inline)) inline void BackwardRows(int m, int n, int k, int j, int c0, int c1,
                                                         const float* dy, const float* x,
                                                         const float* w, float* dw, bool accumulate,
-                                                        float* dx) {
+                                                        float* dx, const FewRowsSgdStep* step) {
   using V_t = typename Vec<V>::type;
   const float* wr[JB];
   float* dwr[JB];
@@ -148,6 +151,7 @@ __attribute__((always_inline)) inline void BackwardRows(int m, int n, int k, int
     for (int jj = 0; jj < JB; ++jj) {
       if constexpr (kDx) wv[jj] = *reinterpret_cast<const V_t*>(wr[jj] + c);
       if constexpr (kDw) dwv[jj] = accumulate ? *reinterpret_cast<const V_t*>(dwr[jj] + c) : V_t{};
+      if (step) __builtin_prefetch(step->history + int64_t{j + jj} * k + c, 1);
     }
     for (int i = 0; i < m; ++i) {
       const float* dyi = dy + int64_t{i} * n + j;
@@ -172,6 +176,13 @@ __attribute__((always_inline)) inline void BackwardRows(int m, int n, int k, int
       for (int jj = 0; jj < JB; ++jj) *reinterpret_cast<V_t*>(dwr[jj] + c) = dwv[jj];
     }
   }
+  if (step) {  // every use of these rows' columns by dx is behind
+    for (int jj = 0; jj < JB; ++jj) {
+      const int64_t row = int64_t{j + jj} * k;
+      SgdL2StepSerial<float>(c1 - c0, step->rate, step->momentum, step->decay,
+                             step->weights + row + c0, dw + row + c0, step->history + row + c0);
+    }
+  }
 }
 
 // Columns [c0, c1) of every output: dx's block zeroed, then w's rows JB at a time and one at a
@@ -180,27 +191,29 @@ template <int V, int JB, bool kDw, bool kDx>
 __attribute__((always_inline)) inline void BackwardColumns(int m, int n, int k, int c0, int c1,
                                                            const float* dy, const float* x,
                                                            const float* w, float* dw,
-                                                           bool accumulate, float* dx) {
+                                                           bool accumulate, float* dx,
+                                                           const FewRowsSgdStep* step) {
   if constexpr (kDx) {
     for (int i = 0; i < m; ++i) std::fill(dx + int64_t{i} * k + c0, dx + int64_t{i} * k + c1, 0.f);
   }
   int j = 0;
   for (; j + JB <= n; j += JB)
-    BackwardRows<V, JB, kDw, kDx>(m, n, k, j, c0, c1, dy, x, w, dw, accumulate, dx);
-  for (; j < n; ++j) BackwardRows<V, 1, kDw, kDx>(m, n, k, j, c0, c1, dy, x, w, dw, accumulate, dx);
+    BackwardRows<V, JB, kDw, kDx>(m, n, k, j, c0, c1, dy, x, w, dw, accumulate, dx, step);
+  for (; j < n; ++j)
+    BackwardRows<V, 1, kDw, kDx>(m, n, k, j, c0, c1, dy, x, w, dw, accumulate, dx, step);
 }
 
 template <int V, int JB>
 __attribute__((always_inline)) inline void BackwardBlock(int m, int n, int k, int c0, int c1,
                                                          const float* dy, const float* x,
                                                          const float* w, float* dw, bool accumulate,
-                                                         float* dx) {
+                                                         float* dx, const FewRowsSgdStep* step) {
   if (dw && dx)
-    BackwardColumns<V, JB, true, true>(m, n, k, c0, c1, dy, x, w, dw, accumulate, dx);
+    BackwardColumns<V, JB, true, true>(m, n, k, c0, c1, dy, x, w, dw, accumulate, dx, step);
   else if (dw)
-    BackwardColumns<V, JB, true, false>(m, n, k, c0, c1, dy, x, w, dw, accumulate, dx);
+    BackwardColumns<V, JB, true, false>(m, n, k, c0, c1, dy, x, w, dw, accumulate, dx, step);
   else
-    BackwardColumns<V, JB, false, true>(m, n, k, c0, c1, dy, x, w, dw, accumulate, dx);
+    BackwardColumns<V, JB, false, true>(m, n, k, c0, c1, dy, x, w, dw, accumulate, dx, step);
 }
 
 #if defined(__x86_64__)
@@ -208,15 +221,15 @@ __attribute__((always_inline)) inline void BackwardBlock(int m, int n, int k, in
 __attribute__((target("avx512f"))) void BackwardAvx512(int m, int n, int k, int c0, int c1,
                                                        const float* dy, const float* x,
                                                        const float* w, float* dw, bool accumulate,
-                                                       float* dx) {
-  BackwardBlock<16, 8>(m, n, k, c0, c1, dy, x, w, dw, accumulate, dx);
+                                                       float* dx, const FewRowsSgdStep* step) {
+  BackwardBlock<16, 8>(m, n, k, c0, c1, dy, x, w, dw, accumulate, dx, step);
 }
 // 16 ymm registers: 4 of each.
 __attribute__((target("avx2,fma"))) void BackwardAvx2(int m, int n, int k, int c0, int c1,
                                                       const float* dy, const float* x,
                                                       const float* w, float* dw, bool accumulate,
-                                                      float* dx) {
-  BackwardBlock<8, 4>(m, n, k, c0, c1, dy, x, w, dw, accumulate, dx);
+                                                      float* dx, const FewRowsSgdStep* step) {
+  BackwardBlock<8, 4>(m, n, k, c0, c1, dy, x, w, dw, accumulate, dx, step);
 }
 
 // ---- forward ----
@@ -263,11 +276,15 @@ void GemmFewRows(int m, int n, int k, const float* x, const float* w, float* y) 
 }
 
 void GemmFewRowsBackward(int m, int n, int k, const float* dy, const float* x, const float* w,
-                         float* dw, bool accumulate, float* dx) {
+                         float* dw, bool accumulate, float* dx, const FewRowsSgdStep* step) {
+  CREMA_ASSERT(!step || (dw && !accumulate && step->weights == w), "SGD step on an added gradient");
   if (!dw && !dx) return;
   if (!FewRowsGemmApplies(m) || n <= 0 || k <= 0) {
     if (dw) Gemm<float>(Trans::kYes, Trans::kNo, n, k, m, 1.f, dy, x, accumulate ? 1.f : 0.f, dw);
     if (dx) Gemm<float>(Trans::kNo, Trans::kNo, m, k, n, 1.f, dy, w, 0.f, dx);
+    if (step)
+      SgdL2Step<float>(int64_t{n} * k, step->rate, step->momentum, step->decay, step->weights, dw,
+                       step->history);
     return;
   }
 #if defined(__x86_64__)
@@ -290,9 +307,9 @@ void GemmFewRowsBackward(int m, int n, int k, const float* dy, const float* x, c
     const int c1 = std::min(kv, c0 + columns);
     if (c0 >= c1) continue;
     if (avx512)
-      BackwardAvx512(m, n, k, c0, c1, dy, x, w, dw, accumulate, dx);
+      BackwardAvx512(m, n, k, c0, c1, dy, x, w, dw, accumulate, dx, step);
     else
-      BackwardAvx2(m, n, k, c0, c1, dy, x, w, dw, accumulate, dx);
+      BackwardAvx2(m, n, k, c0, c1, dy, x, w, dw, accumulate, dx, step);
   }
   for (int c = kv; c < k; ++c) {
     if (dw) {
@@ -307,6 +324,13 @@ void GemmFewRowsBackward(int m, int n, int k, const float* dy, const float* x, c
         float sum = 0.f;
         for (int j = 0; j < n; ++j) sum += dy[int64_t{i} * n + j] * w[int64_t{j} * k + c];
         dx[int64_t{i} * k + c] = sum;
+      }
+    }
+    if (step) {  // after dx's use of w's column
+      for (int j = 0; j < n; ++j) {
+        const int64_t at = int64_t{j} * k + c;
+        SgdL2StepSerial<float>(1, step->rate, step->momentum, step->decay, step->weights + at,
+                               dw + at, step->history + at);
       }
     }
   }

@@ -29,7 +29,17 @@ void GemmFewRows(int m, int n, int k, const float* x, const float* w, float* y);
 // w is read once and each of dw written once. dx's outputs sum over w's rows in their order and
 // dw's over x's rows in theirs, so the bits do not depend on the thread count (parallel over
 // column blocks with OpenMP). Falls back to the BLAS where FewRowsGemmApplies(m) is false.
+//
+// With `step` (dw set, not accumulating) it also applies plain SGD's step to w (cpu::SgdL2Step on
+// each block of dw as it is written, while that is in cache: the solver's bits without its pass
+// over w, dw and the history). dx's block of columns reads w before its step.
+struct FewRowsSgdStep {
+  float rate, momentum, decay;
+  float* weights;  // w itself, written
+  float* history;  // n x k
+};
 void GemmFewRowsBackward(int m, int n, int k, const float* dy, const float* x, const float* w,
-                         float* dw, bool accumulate, float* dx);
+                         float* dw, bool accumulate, float* dx,
+                         const FewRowsSgdStep* step = nullptr);
 
 }  // namespace crema::cpu

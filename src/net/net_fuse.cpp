@@ -144,6 +144,38 @@ void Net::AfterFusedReLUBackward(int layer_id) {
   layer->set_fused_relu_backward({});
 }
 
+void Net::SetFusedSgdSteps(const std::vector<Layer::SgdStep>& steps) {
+  CREMA_ASSERT(steps.size() == learnable_params_.size(), steps.size());
+  if (device_.is_cuda() || debug_info_ || check_finite_) return;
+  // How many entries of params() each learnable param has (more than one: shared).
+  std::vector<int> uses(learnable_params_.size(), 0);
+  for (int id : learnable_param_ids_) ++uses[id];
+  std::vector<std::vector<Layer::SgdStep>> per_layer(layers_.size());
+  bool any = false;
+  for (size_t i = 0; i < params_.size(); ++i) {
+    const int id = learnable_param_ids_[i];
+    const auto [layer, param] = param_layer_indices_[i];
+    if (!steps[id].history || uses[id] != 1 || !layers_[layer]->SupportsFusedSgdStep(param))
+      continue;
+    per_layer[layer].resize(layers_[layer]->blobs().size());
+    per_layer[layer][param] = steps[id];
+    any = true;
+  }
+  if (!any) return;
+  for (size_t l = 0; l < layers_.size(); ++l)
+    if (!per_layer[l].empty()) layers_[l]->set_fused_sgd_steps(std::move(per_layer[l]));
+}
+
+std::vector<char> Net::FusedSgdStepsTaken() {
+  std::vector<char> taken(learnable_params_.size(), 0);
+  for (size_t i = 0; i < params_.size(); ++i) {
+    const auto [layer, param] = param_layer_indices_[i];
+    if (layers_[layer]->fused_sgd_step_taken(param)) taken[learnable_param_ids_[i]] = 1;
+  }
+  for (const auto& layer : layers_) layer->set_fused_sgd_steps({});
+  return taken;
+}
+
 void Net::SetFuseSum(bool fuse) {
   fuse_sum_ = fuse;
   PlanFuseSum();

@@ -10,6 +10,7 @@
 #include "crema/proto_io.hpp"
 #include "io/hdf5.hpp"
 #include "math/math.hpp"
+#include "math/sgd_step.hpp"
 
 #ifdef CREMA_WITH_CUDA
 #include "math/math_gpu.hpp"
@@ -47,22 +48,6 @@ template <typename T>
 void SgdUpdate(int64_t n, T local_rate, T momentum, T* diff, T* history) {
   cpu::Axpby(n, local_rate, static_cast<const T*>(diff), momentum, history);
   cpu::Copy(n, static_cast<const T*>(history), diff);
-}
-
-// Plain SGD's whole step on the CPU in one pass over each param, where Regularize's axpy,
-// SgdUpdate's axpby and copy and Blob::Update's subtraction take four (eleven streams of the
-// param's size against six): history = momentum * history + rate * (diff + decay * w);
-// diff = history; w -= diff. Element-wise, so the same bits for any thread count, and the bits of
-// the four one by one (w - h is what Blob::Update's w -= diff computes).
-template <typename T>
-void SgdL2Step(int64_t n, T local_rate, T momentum, T decay, T* weights, T* diff, T* history) {
-#pragma omp parallel for if (n > 65536)
-  for (int64_t i = 0; i < n; ++i) {
-    const T h = momentum * history[i] + local_rate * (diff[i] + decay * weights[i]);
-    history[i] = h;
-    diff[i] = h;
-    weights[i] = weights[i] - h;
-  }
 }
 
 }  // namespace
@@ -161,22 +146,25 @@ void SGDSolver::UpdateParams(bool guard_nonfinite) {
   }
 #endif
   (void)guard_nonfinite;
-  // Plain SGD with L2 (or no) weight decay: regularization, update value and update in one pass.
-  const bool fused_l2 = std::string(type()) == "SGD" &&
-                        (param_.weight_decay() == 0 || param_.regularization_type() == "L2");
+  // Plain SGD with L2 (or no) weight decay: regularization, update value and update in one pass,
+  // except for the params whose layers applied it in the Backward.
+  const bool fused_l2 = SgdL2StepOnCpu();
+  std::vector<char> taken;
+  if (fused_steps_pending_) taken = net_->FusedSgdStepsTaken();
+  fused_steps_pending_ = false;
   for (int param_id = 0; param_id < num_params; ++param_id) {
     Normalize(param_id);
     Blob* blob = net_->learnable_params()[param_id];
     if (fused_l2) {
-      if (blob->count() == 0) continue;
-      const double decay =
-          static_cast<double>(param_.weight_decay()) * net_->params_weight_decay()[param_id];
-      const double local_rate = rate_ * net_->params_lr()[param_id];
+      if (blob->count() == 0 || (!taken.empty() && taken[param_id])) continue;
+      double local_rate = 0, decay = 0;
+      SgdL2Coefficients(param_id, rate_, &local_rate, &decay);
       CREMA_DISPATCH_FLOAT(
           blob->dtype(), T,
-          SgdL2Step<T>(blob->count(), static_cast<T>(local_rate), static_cast<T>(param_.momentum()),
-                       static_cast<T>(decay), blob->mutable_cpu_data<T>(),
-                       blob->mutable_cpu_diff<T>(), history_[param_id]->mutable_cpu_data<T>()));
+          cpu::SgdL2Step<T>(blob->count(), static_cast<T>(local_rate),
+                            static_cast<T>(param_.momentum()), static_cast<T>(decay),
+                            blob->mutable_cpu_data<T>(), blob->mutable_cpu_diff<T>(),
+                            history_[param_id]->mutable_cpu_data<T>()));
       continue;
     }
     Regularize(param_id);
@@ -186,6 +174,34 @@ void SGDSolver::UpdateParams(bool guard_nonfinite) {
     net_->ParamsUpdated();
   else
     net_->Update();
+}
+
+bool SGDSolver::SgdL2StepOnCpu() const {
+  return !OnGpu() && std::string(type()) == "SGD" &&
+         (param_.weight_decay() == 0 || param_.regularization_type() == "L2");
+}
+
+void SGDSolver::SgdL2Coefficients(int param_id, double rate, double* local_rate,
+                                  double* decay) const {
+  *decay = static_cast<double>(param_.weight_decay()) * net_->params_weight_decay()[param_id];
+  *local_rate = rate * net_->params_lr()[param_id];
+}
+
+void SGDSolver::FuseUpdateIntoBackward() {
+  if (!options_.fuse_update || !SgdL2StepOnCpu() || param_.clip_gradients() >= 0) return;
+  // The rate PrepareUpdate will set for this iteration (it moves the schedule on after).
+  const double rate = GetLearningRate();
+  const std::vector<Blob*>& params = net_->learnable_params();
+  std::vector<Layer::SgdStep> steps(params.size());
+  for (size_t id = 0; id < params.size(); ++id) {
+    if (params[id]->dtype() != DataType::kFloat32 || params[id]->count() == 0) continue;
+    double local_rate = 0, decay = 0;
+    SgdL2Coefficients(static_cast<int>(id), rate, &local_rate, &decay);
+    steps[id] = {static_cast<float>(local_rate), static_cast<float>(param_.momentum()),
+                 static_cast<float>(decay), history_[id].get()};
+  }
+  net_->SetFusedSgdSteps(steps);
+  fused_steps_pending_ = true;
 }
 
 void SGDSolver::ClipGradients() {

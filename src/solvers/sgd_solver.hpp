@@ -30,6 +30,7 @@ class SGDSolver : public Solver {
   // Plain SGD on a GPU without clipping: Regularize and one fused kernel per param (history,
   // diff and weight), reading the rate from device memory, so a CUDA graph may capture it.
   bool UpdateCapturable() const override;
+  void FuseUpdateIntoBackward() override;
   void PrepareUpdate() override;
   void UpdateParams(bool guard_nonfinite) override;
   // The rate for this iteration, committing the schedule's position (current_step_) as Caffe's
@@ -77,6 +78,12 @@ class SGDSolver : public Solver {
  private:
   // Whether UpdateParams runs plain SGD's fused GPU step.
   bool FusedGpuStep() const;
+  // Whether UpdateParams runs plain SGD (L2 or no decay) on the CPU as cpu::SgdL2Step, one pass
+  // per param; and that step's local rate and decay for a param.
+  bool SgdL2StepOnCpu() const;
+  void SgdL2Coefficients(int param_id, double rate, double* local_rate, double* decay) const;
+  // Set by FuseUpdateIntoBackward for the next UpdateParams, which asks the net what was taken.
+  bool fused_steps_pending_ = false;
   // The rate PrepareUpdate set for UpdateParams.
   double rate_ = 0;
   // Device: [0] the rate, [1] the net's loss (FusedGpuStep's non-finite guard).

@@ -470,6 +470,13 @@ void Solver::Step(int iters) {
           net_->BackwardFromTo(layer, layer);
           reducer_->LayerDone(layer);
         }
+      } else if (param_.iter_size() == 1 && !reducer_ && !scaler_) {
+        // The update may run inside the Backward, once the loss is one that training goes on
+        // with (the weights of a stopped run are those before the iteration).
+        const double pass_loss = net_->Forward();
+        if (std::isfinite(pass_loss) || !param_.stop_on_nonfinite_loss()) FuseUpdateIntoBackward();
+        net_->Backward();
+        loss += pass_loss;
       } else {
         loss += net_->ForwardBackward();
       }

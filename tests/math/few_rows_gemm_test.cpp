@@ -10,6 +10,7 @@
 
 #include "math/blas_setup.hpp"
 #include "math/cpu_isa.hpp"
+#include "math/sgd_step.hpp"
 
 namespace crema::cpu {
 namespace {
@@ -212,6 +213,33 @@ TEST(FewRowsGemmBackward, TheBitsDoNotDependOnTheThreadCount) {
     SetCpuThreads(threads);
     EXPECT_EQ(0, std::memcmp(one.dw.data(), two.dw.data(), one.dw.size() * sizeof(float)));
     EXPECT_EQ(0, std::memcmp(one.dx.data(), two.dx.data(), one.dx.size() * sizeof(float)));
+  }
+}
+
+TEST(FewRowsGemmBackward, TheFusedSgdStepHasTheBitsOfTheStepAfterwards) {
+  // Columns with a tail past the vectors; rows with a remainder of the 8 (4) taken together.
+  const int m = 6, n = 11, k = 203;
+  const std::vector<float> dy = Random(static_cast<size_t>(m) * n, 10);
+  const std::vector<float> x = Random(static_cast<size_t>(m) * k, 11);
+  const std::vector<float> w0 = Random(static_cast<size_t>(n) * k, 12);
+  const std::vector<float> h0 = Random(static_cast<size_t>(n) * k, 13);
+  const float rate = 0.01f, momentum = 0.9f, decay = 0.0005f;
+  for (CpuIsa level : kLevels) {
+    ScopedCpuIsaLimit limit(level);
+    SCOPED_TRACE(CpuIsaName(level));
+    std::vector<float> w = w0, h = h0, dw(w.size()), dx(static_cast<size_t>(m) * k);
+    const FewRowsSgdStep step{rate, momentum, decay, w.data(), h.data()};
+    GemmFewRowsBackward(m, n, k, dy.data(), x.data(), w.data(), dw.data(), false, dx.data(), &step);
+    std::vector<float> w_after = w0, h_after = h0;
+    const Gradients g = Backward(m, n, k, dy, x, w0, nullptr);
+    std::vector<float> dw_after = g.dw;
+    SgdL2Step<float>(static_cast<int64_t>(w_after.size()), rate, momentum, decay, w_after.data(),
+                     dw_after.data(), h_after.data());
+    const size_t bytes = w.size() * sizeof(float);
+    EXPECT_EQ(0, std::memcmp(w.data(), w_after.data(), bytes));
+    EXPECT_EQ(0, std::memcmp(h.data(), h_after.data(), bytes));
+    EXPECT_EQ(0, std::memcmp(dw.data(), dw_after.data(), bytes));  // the update, as Caffe leaves it
+    EXPECT_EQ(0, std::memcmp(dx.data(), g.dx.data(), dx.size() * sizeof(float)));  // old weights
   }
 }
 

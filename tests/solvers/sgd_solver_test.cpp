@@ -5,6 +5,7 @@
 #include <gtest/gtest.h>
 
 #include <cmath>
+#include <cstring>
 #include <string>
 #include <vector>
 
@@ -271,6 +272,101 @@ TEST(SGDSolverTest, TwoStepsMatchHandComputedUpdates) {
     for (size_t i = 0; i < w.size(); ++i) EXPECT_NEAR(history[0]->data_at(i), hw[i], 2e-6) << i;
     for (size_t i = 0; i < b.size(); ++i) EXPECT_NEAR(history[1]->data_at(i), hb[i], 2e-6) << i;
   }
+}
+
+// ---- (b2) the step fused into InnerProduct's Backward ----
+
+// Two InnerProducts sharing their weights (not fused: two layers write the gradient), one with
+// multipliers (fused), one frozen (lr_mult 0: no gradient, no fusion); 37 inputs, not a whole
+// number of vectors, so the kernel's last columns take the step too.
+const char* kFusedStepNet = R"(
+  name: "fused"
+  layer { name: "data" type: "Input" top: "data" top: "label"
+          input_param { shape { dim: 8 dim: 37 } shape { dim: 8 } } }
+  layer { name: "ip1" type: "InnerProduct" bottom: "data" top: "ip1" param { name: "shared" }
+          inner_product_param { num_output: 37 weight_filler { type: "gaussian" std: 0.3 } } }
+  layer { name: "ip2" type: "InnerProduct" bottom: "ip1" top: "ip2" param { name: "shared" }
+          inner_product_param { num_output: 37 weight_filler { type: "gaussian" std: 0.3 } } }
+  layer { name: "ip3" type: "InnerProduct" bottom: "ip2" top: "ip3"
+          param { lr_mult: 2 decay_mult: 3 } param { lr_mult: 1 }
+          inner_product_param { num_output: 19 weight_filler { type: "gaussian" std: 0.3 }
+                                bias_filler { type: "gaussian" std: 0.3 } } }
+  layer { name: "ip4" type: "InnerProduct" bottom: "ip3" top: "ip4" param { lr_mult: 0 }
+          inner_product_param { num_output: 5 weight_filler { type: "gaussian" std: 0.3 } } }
+  layer { name: "loss" type: "SoftmaxWithLoss" bottom: "ip4" bottom: "label" top: "loss" }
+)";
+
+std::unique_ptr<Solver> FusedStepSolver(bool fuse, float input_scale = 1) {
+  SetRandomSeed(1702);
+  SolverParameter param = ParseSolver(std::string("net_param {") + kFusedStepNet + "} " +
+                                      "base_lr: 0.05 lr_policy: 'step' gamma: 0.5 stepsize: 2 "
+                                      "momentum: 0.9 weight_decay: 0.004 max_iter: 5 display: 0");
+  SolverOptions options;
+  options.fuse_update = fuse;
+  auto solver = Solver::Create(param, options);
+  Net* net = solver->net();
+  Blob* data = net->blob_by_name("data").get();
+  Blob* label = net->blob_by_name("label").get();
+  for (int64_t i = 0; i < data->count(); ++i)
+    data->mutable_cpu_data<float>()[i] = input_scale * std::sin(0.7f * static_cast<float>(i));
+  for (int64_t i = 0; i < label->count(); ++i)
+    label->mutable_cpu_data<float>()[i] = static_cast<float>(i % 5);
+  return solver;
+}
+
+TEST(SGDSolverTest, FusedStepHasTheBitsOfTheStepAfterBackward) {
+  auto fused = FusedStepSolver(true);
+  auto plain = FusedStepSolver(false);
+  fused->Step(5);
+  plain->Step(5);
+  const auto& a = fused->net()->learnable_params();
+  const auto& b = plain->net()->learnable_params();
+  ASSERT_EQ(a.size(), b.size());
+  for (size_t i = 0; i < a.size(); ++i) {
+    SCOPED_TRACE(fused->net()->param_display_names()[i]);
+    const size_t bytes = a[i]->count() * sizeof(float);
+    EXPECT_EQ(0, std::memcmp(a[i]->cpu_data<float>(), b[i]->cpu_data<float>(), bytes));
+    EXPECT_EQ(0, std::memcmp(a[i]->cpu_diff<float>(), b[i]->cpu_diff<float>(), bytes));
+    EXPECT_EQ(0, std::memcmp(History(*fused)[i]->cpu_data<float>(),
+                             History(*plain)[i]->cpu_data<float>(), bytes));
+  }
+  // Trained: the weights moved from where the same seed started them.
+  auto start = FusedStepSolver(true);
+  EXPECT_NE(0, std::memcmp(a[3]->cpu_data<float>(),
+                           start->net()->learnable_params()[3]->cpu_data<float>(),
+                           a[3]->count() * sizeof(float)));
+}
+
+TEST(SGDSolverTest, OnlyAnUnsharedLearningInnerProductWeightTakesTheFusedStep) {
+  auto solver = FusedStepSolver(true);
+  Net* net = solver->net();
+  const auto& params = net->learnable_params();
+  std::vector<Layer::SgdStep> steps(params.size());
+  for (size_t i = 0; i < params.size(); ++i)
+    steps[i] = {0.1f, 0.9f, 0.f, History(*solver)[i].get()};
+  net->SetFusedSgdSteps(steps);
+  net->ClearParamDiffs(/*lazily=*/true);
+  net->ForwardBackward();
+  const std::vector<char> taken = net->FusedSgdStepsTaken();
+  ASSERT_EQ(taken.size(), params.size());
+  for (size_t i = 0; i < params.size(); ++i) {
+    EXPECT_EQ(taken[i] != 0, params[i] == net->layer_by_name("ip3")->blobs()[0].get())
+        << net->param_display_names()[i];
+  }
+  // Cleared: the next Backward takes none.
+  net->ClearParamDiffs(/*lazily=*/true);
+  net->ForwardBackward();
+  for (char t : net->FusedSgdStepsTaken()) EXPECT_EQ(t, 0);
+}
+
+TEST(SGDSolverTest, ANonFiniteLossStopsBeforeTheFusedStep) {
+  auto solver = FusedStepSolver(true, 3e38f);
+  const Blob* weight = solver->net()->layer_by_name("ip3")->blobs()[0].get();
+  const std::vector<float> before(weight->cpu_data<float>(),
+                                  weight->cpu_data<float>() + weight->count());
+  EXPECT_THROW(solver->Step(1), RuntimeError);
+  EXPECT_EQ(0,
+            std::memcmp(before.data(), weight->cpu_data<float>(), before.size() * sizeof(float)));
 }
 
 // ---- (c) the BVLC reference run ----
