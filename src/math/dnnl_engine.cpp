@@ -112,10 +112,18 @@ void CpuEngineChoice::Run(CpuEngine policy, const std::string& layer, const char
     return run(policy == CpuEngine::kDnnl ? CpuKernel::kDnnl : CpuKernel::kCrema);
   Race& race = races_[{direction, shape}];
   if (race.decided) return run(race.kernel);
-  if (race.kernels == 0) race.kernels = winograd ? 3 : 2;
+  if (race.kernels == 0) {
+    race.first = crema_races_ ? 0 : 1;
+    race.kernels = (winograd ? 3 : 2) - race.first;
+    if (race.kernels == 1) {  // oneDNN's kernel alone: nothing to race
+      race.decided = true;
+      race.kernel = CpuKernel::kDnnl;
+      return run(race.kernel);
+    }
+  }
   const int k = race.pass % race.kernels;
   const auto start = std::chrono::steady_clock::now();
-  run(static_cast<CpuKernel>(k));
+  run(static_cast<CpuKernel>(race.first + k));
   const double seconds =
       std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
   if (race.pass >= race.kernels)  // each kernel's first pass warms up
@@ -131,13 +139,13 @@ void CpuEngineChoice::Run(CpuEngine policy, const std::string& layer, const char
     clear = clear && (i == fastest || race.best[i] > kClearMargin * race.best[fastest]);
   if (race.pass < kPassesPerKernel * race.kernels && !clear) return;
   race.decided = true;
-  race.kernel = static_cast<CpuKernel>(fastest);
+  race.kernel = static_cast<CpuKernel>(race.first + fastest);
   std::ostringstream line;
   line << std::fixed << std::setprecision(3) << layer << " " << direction << " " << ShapeText(shape)
        << ": CPU engine " << CpuKernelName(race.kernel) << " (";
   for (int i = 0; i < race.kernels; ++i)
-    line << (i ? ", " : "") << CpuKernelName(static_cast<CpuKernel>(i)) << " " << race.best[i] * 1e3
-         << " ms";
+    line << (i ? ", " : "") << CpuKernelName(static_cast<CpuKernel>(race.first + i)) << " "
+         << race.best[i] * 1e3 << " ms";
   LOG(INFO) << line.str() << ")";
 }
 
@@ -155,9 +163,11 @@ bool CpuEngineChoice::NextRunsDnnl(CpuEngine policy, const std::string& directio
                                    const std::vector<int>& shape) const {
   if (policy != CpuEngine::kAuto) return policy == CpuEngine::kDnnl;
   const auto it = races_.find({direction, shape});
-  if (it == races_.end()) return false;  // the race's first pass runs crema's kernels
+  // A race's first pass runs crema's kernel, where it races.
+  if (it == races_.end()) return !crema_races_;
   const Race& race = it->second;
-  return race.decided ? race.kernel != CpuKernel::kCrema : race.pass % race.kernels != 0;
+  return race.decided ? race.kernel != CpuKernel::kCrema
+                      : race.first + race.pass % race.kernels != 0;
 }
 
 std::vector<CpuEngineChoice::Decision> CpuEngineChoice::Decisions() const {

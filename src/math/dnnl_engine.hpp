@@ -87,6 +87,15 @@ class CpuEngineChoice {
   void Run(CpuEngine policy, const std::string& layer, const char* direction,
            const std::vector<int>& shape, const std::function<void()>& crema,
            const std::function<void()>& dnnl, const std::function<void()>& winograd = nullptr);
+  // Whether crema's kernel enters the races not started yet (default true). Net::
+  // PlanChannelBlocked turns it off for a layer whose input arrives channel-blocked: crema's
+  // kernel reads plain data, so the net would convert the input first and the next layer reorder
+  // crema's plain output back, costs its timed passes do not include (SqueezeNet v1.1 at batch 1
+  // on one thread: 5.5 ms a pass with the 1x1 convolutions crema's kernel won alone, 4.7-5.0 with
+  // oneDNN's kept). Then oneDNN's kernels race (direct and Winograd), or oneDNN's runs without a
+  // race where the layer has no Winograd.
+  void set_crema_races(bool on) { crema_races_ = on; }
+  bool crema_races() const { return crema_races_; }
   // The kernel of the last pass run: CpuKernelName, or "" before the first.
   const char* last() const { return last_; }
   // Whether the race of this direction and input shape has started and is not decided yet, and
@@ -112,7 +121,8 @@ class CpuEngineChoice {
  private:
   static constexpr int kMaxKernels = 3;
   struct Race {
-    int kernels = 0;  // 2, or 3 with Winograd; set by the race's first pass
+    int first = 0;    // the first kernel raced (CpuKernel): kCrema, or kDnnl without crema's
+    int kernels = 0;  // how many from `first` on (to kDnnlWinograd where the layer has one)
     int pass = 0;
     double best[kMaxKernels] = {0, 0, 0};
     bool decided = false;
@@ -122,6 +132,7 @@ class CpuEngineChoice {
   static constexpr double kClearMargin = 1.5;
   std::map<std::pair<std::string, std::vector<int>>, Race> races_;  // (direction, shape)
   const char* last_ = "";
+  bool crema_races_ = true;
 };
 
 // "2x3x32x32".

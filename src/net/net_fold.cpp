@@ -13,6 +13,7 @@
 
 #include "crema/layer_registry.hpp"
 #include "crema/net.hpp"
+#include "math/dnnl_engine.hpp"
 
 namespace crema {
 namespace {
@@ -173,6 +174,8 @@ void Net::ApplyFold() {
       copy->set_forward_only(conv.forward_only());
       if (amp_ != Amp::kOff) AmpBind(l);
       copy->SetUp(layer_bottoms_[l], layer_tops_[l]);
+      if (const CpuEngineChoice* choice = layers_[l]->cpu_engine_choice())
+        copy->cpu_engine_choice()->set_crema_races(choice->crema_races());
       folded_convs_[l] = std::move(copy);
     }
     Blob* folded_weight = folded_convs_[l]->blobs()[0].get();

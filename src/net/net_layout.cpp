@@ -48,6 +48,14 @@ void Net::SetChannelBlocked(bool blocked) {
 void Net::PlanChannelBlocked() {
   for (const BlobPtr& blob : blobs_) blob->set_channel_block_allowed(false);
   channel_blocked_active_ = false;
+  // (The layer's own choice; a folded copy made later takes it over, Net::ApplyFold.)
+  const auto set_crema_races = [&](int l, bool on) {
+    Layer* folded = l < static_cast<int>(folded_convs_.size()) ? folded_convs_[l].get() : nullptr;
+    for (Layer* layer : {layers_[l].get(), folded})
+      if (CpuEngineChoice* choice = layer ? layer->cpu_engine_choice() : nullptr)
+        choice->set_crema_races(on);
+  };
+  for (int l = 0; l < num_layers(); ++l) set_crema_races(l, true);
   if (!channel_blocked_ || !memory_layout_ || memory_plan_ != MemoryPlan::kInference ||
       !device_.is_cpu() || amp_ != Amp::kOff || ChannelBlock() == 0)
     return;
@@ -78,6 +86,31 @@ void Net::PlanChannelBlocked() {
   for (int b = 0; b < num_blobs; ++b) {
     blobs_[b]->set_channel_block_allowed(allowed[b] != 0);
     channel_blocked_active_ = channel_blocked_active_ || allowed[b];
+  }
+  // A layer whose input arrives blocked or whose output would be read blocked races oneDNN's
+  // kernels only (CpuEngineChoice::set_crema_races): crema's would cost a conversion its race
+  // misses. What arrives blocked: an allowed top of a oneDNN layer, and the tops of a
+  // pass-through layer whose bottoms all arrive blocked and whose tops are all allowed (a Split
+  // with one plain reader passes on plain data).
+  std::vector<char> arrives(num_blobs, 0);
+  for (int l = 0; l < num_layers(); ++l) {
+    const Layer::ChannelBlocking use = folded_into_[l] >= 0 ? Layer::ChannelBlocking::kPassThrough
+                                                            : layers_[l]->channel_blocking();
+    bool bottoms_blocked = !bottom_id_vecs_[l].empty(), tops_allowed = true, chained = false;
+    for (int b : bottom_id_vecs_[l]) {
+      bottoms_blocked = bottoms_blocked && arrives[b];
+      chained = chained || arrives[b];
+    }
+    for (int t : top_id_vecs_[l]) {
+      tops_allowed = tops_allowed && allowed[t];
+      chained = chained || allowed[t];
+    }
+    for (int t : top_id_vecs_[l]) {
+      if (use == Layer::ChannelBlocking::kEngine) arrives[t] = allowed[t];
+      if (use == Layer::ChannelBlocking::kPassThrough)
+        arrives[t] = arrives[t] || (bottoms_blocked && tops_allowed);
+    }
+    if (use == Layer::ChannelBlocking::kEngine && chained) set_crema_races(l, false);
   }
 }
 

@@ -66,6 +66,31 @@ TEST(CpuEngineChoice, ThreeKernelsRunInTurnAndTheFastestIsKept) {
   EXPECT_EQ(again.runs, (std::vector<std::string>{"oneDNN-Winograd", "oneDNN"}));
 }
 
+TEST(CpuEngineChoice, WithoutCremasKernelOneDnnsRace) {
+  // crema's kernel the fastest, but out of the race (a layer in a channel-blocked chain).
+  CpuEngineChoice choice;
+  choice.set_crema_races(false);
+  EXPECT_TRUE(choice.NextRunsDnnl(CpuEngine::kAuto, "forward", kShape));
+  Kernels kernels{1, 25, 2, {}};
+  for (int pass = 0; pass < 4; ++pass) kernels.Run(&choice, CpuEngine::kAuto, true);
+  EXPECT_EQ(kernels.runs,
+            (std::vector<std::string>{"oneDNN", "oneDNN-Winograd", "oneDNN", "oneDNN-Winograd"}));
+  ASSERT_TRUE(choice.Decided("forward", kShape));
+  kernels.Run(&choice, CpuEngine::kAuto, true);
+  EXPECT_EQ(kernels.runs.back(), "oneDNN-Winograd");
+  // No Winograd: oneDNN's kernel from the first pass, decided without a race.
+  CpuEngineChoice direct;
+  direct.set_crema_races(false);
+  Kernels two{1, 25, 2, {}};
+  two.Run(&direct, CpuEngine::kAuto, false);
+  EXPECT_TRUE(direct.Decided("forward", kShape));
+  two.Run(&direct, CpuEngine::kAuto, false);
+  EXPECT_EQ(two.runs, (std::vector<std::string>{"oneDNN", "oneDNN"}));
+  // The fixed policies do not change.
+  two.Run(&direct, CpuEngine::kCaffe, false);
+  EXPECT_EQ(two.runs.back(), "crema");
+}
+
 TEST(CpuEngineChoice, TwoKernelsWithoutWinograd) {
   CpuEngineChoice choice;
   Kernels kernels{2, 40, 1, {}};

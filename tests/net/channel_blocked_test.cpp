@@ -138,6 +138,16 @@ TEST(ChannelBlocked, AllowsOnlyBlobsEveryReaderTakes) {
   // the outputs; pool2: one position.
   for (const char* name : {"data", "kept", "d", "e", "f", "lrn", "wide", "pool2", "fc"})
     EXPECT_FALSE(allowed(name)) << name;
+  // The layers whose input arrives blocked or whose output may be written blocked race oneDNN's
+  // kernels only; the others, and all once blocking is off, crema's too (d reads the Concat of
+  // the plain kept blob, hence plain; f and pool2 read a Split's top that another reader needs
+  // plain).
+  const auto crema_races = [&](const std::string& name) {
+    return net->layer_by_name(name)->cpu_engine_choice()->crema_races();
+  };
+  for (const char* name : {"conv1", "pool1", "a", "b", "c", "kept"})
+    EXPECT_FALSE(crema_races(name)) << name;
+  for (const char* name : {"d", "e", "f", "pool2", "fc"}) EXPECT_TRUE(crema_races(name)) << name;
   // The blocked tags after a pass: the last writer of the planned memory decides, so only
   // check that the outputs are plain and something was blocked on the way.
   testing::RandomInferenceWeights(net.get(), 100);
@@ -148,6 +158,7 @@ TEST(ChannelBlocked, AllowsOnlyBlobsEveryReaderTakes) {
   net->SetChannelBlocked(false);
   for (const BlobPtr& blob : net->blobs()) EXPECT_EQ(blob->cpu_channel_block(), 0);
   EXPECT_EQ(AllowedBlobs(*net), 0);
+  for (const char* name : {"conv1", "pool1", "a", "d", "e"}) EXPECT_TRUE(crema_races(name)) << name;
 }
 
 // Nothing is blocked with crema's kernels, or without a memory plan.
@@ -167,8 +178,8 @@ TEST(ChannelBlocked, NeedsOneDnnAndAnInferencePlan) {
 }
 
 // The automatic choice races oneDNN on blocked inputs where the net gives them (its scratch
-// blobs carry the layouts), and crema's kernels on plain ones; the result matches crema's
-// kernels within float rounding.
+// blobs carry the layouts), and crema's kernels on plain ones outside the blocked chain; the
+// result matches crema's kernels within float rounding.
 TEST(ChannelBlocked, AutomaticEngineChoiceOnBlockedData) {
   setenv("CREMA_CPU_ENGINE_CACHE", "off", 1);
   const NetParameter param = Parse(kEveryReader);
@@ -189,6 +200,11 @@ TEST(ChannelBlocked, AutomaticEngineChoiceOnBlockedData) {
   }
   net->PrepareCpuEngines();
   for (int pass = 0; pass < 3; ++pass) net->Forward();
+  // In the blocked chain oneDNN's kernels only (crema's would convert the layouts).
+  if (ChannelBlock() > 0) {
+    for (const char* name : {"conv1", "pool1", "a", "b", "c", "kept"})
+      EXPECT_STRNE(net->layer_by_name(name)->cpu_engine_choice()->last(), "crema") << name;
+  }
   const Blob& got = *net->output_blobs()[0];
   const Blob& want = *reference->output_blobs()[0];
   ASSERT_EQ(got.count(), want.count());
