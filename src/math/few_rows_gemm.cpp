@@ -151,7 +151,6 @@ __attribute__((always_inline)) inline void BackwardRows(int m, int n, int k, int
     for (int jj = 0; jj < JB; ++jj) {
       if constexpr (kDx) wv[jj] = *reinterpret_cast<const V_t*>(wr[jj] + c);
       if constexpr (kDw) dwv[jj] = accumulate ? *reinterpret_cast<const V_t*>(dwr[jj] + c) : V_t{};
-      if (step) __builtin_prefetch(step->history + int64_t{j + jj} * k + c, 1);
     }
     for (int i = 0; i < m; ++i) {
       const float* dyi = dy + int64_t{i} * n + j;
