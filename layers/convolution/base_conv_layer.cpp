@@ -3,9 +3,11 @@
 #include <algorithm>
 #include <memory>
 #include <string>
+#include <type_traits>
 
 #include "core/workspace.hpp"
 #include "math/activation.hpp"
+#include "math/few_rows_gemm.hpp"
 #include "math/im2col.hpp"
 #include "math/math.hpp"
 
@@ -150,6 +152,9 @@ void BaseConvolutionLayer::Reshape(const BlobVec& bottom, const BlobVec& top) {
                                                : top[0]->count(first_spatial_axis);
   col_offset_ = kernel_dim_ * conv_out_spatial_dim_;
   output_offset_ = conv_out_channels_ * conv_out_spatial_dim_ / group_;
+  covers_input_ = !reverse_dimensions() && group_ == 1 && conv_out_spatial_dim_ == 1;
+  for (int i = 0; i < num_spatial_axes_ && covers_input_; ++i)
+    covers_input_ = pad_[i] == 0 && dilation_[i] == 1 && kernel_shape_[i] == input_shape(i);
   conv_input_shape_.assign(num_spatial_axes_ + 1, 0);
   for (int i = 0; i <= num_spatial_axes_; ++i)
     conv_input_shape_[i] = reverse_dimensions() ? top[0]->shape(channel_axis_ + i)
@@ -379,8 +384,47 @@ void BaseConvolutionLayer::Backward1x1(const T* top_diff, const T* bottom, const
 }
 
 template <typename T>
+bool BaseConvolutionLayer::ForwardCoversInput(const T* bottom, const T* weights, const T* bias,
+                                              T* top) {
+  if constexpr (!std::is_same_v<T, float>) {
+    return false;
+  } else {
+    if (!covers_input_) return false;
+    // Both sides are row-major matrices already: bottom's image n is row n of kernel_dim_
+    // values in im2col's (channel, kernel position) order, top's image n is row n of outputs.
+    cpu::GemmFewRows(static_cast<int>(num_), num_output_, static_cast<int>(kernel_dim_), bottom,
+                     weights, top);
+    if (bias == nullptr && !fused_relu()) return true;
+    const float slope = static_cast<float>(fused_relu_slope());
+    for (int64_t n = 0; n < num_; ++n) {
+      float* dst = top + n * top_dim_;
+      for (int m = 0; m < num_output_; ++m) {
+        const float value = bias != nullptr ? dst[m] + bias[m] : dst[m];
+        dst[m] = fused_relu() ? ReLUValue(value, slope) : value;
+      }
+    }
+    return true;
+  }
+}
+
+template <typename T>
+bool BaseConvolutionLayer::BackwardCoversInput(const T* top_diff, const T* bottom, const T* weights,
+                                               T* weight_diff, T* bottom_diff) {
+  if constexpr (!std::is_same_v<T, float>) {
+    return false;
+  } else {
+    if (!covers_input_) return false;
+    cpu::GemmFewRowsBackward(static_cast<int>(num_), num_output_, static_cast<int>(kernel_dim_),
+                             top_diff, bottom, weights, weight_diff, /*accumulate=*/true,
+                             bottom_diff);
+    return true;
+  }
+}
+
+template <typename T>
 void BaseConvolutionLayer::ForwardBatch(const T* bottom, const T* weights, const T* bias, T* top) {
   CREMA_ASSERT(!reverse_dimensions(), "ForwardBatch is for forward convolution");
+  if (ForwardCoversInput(bottom, weights, bias, top)) return;
   if (is_1x1_) {
     Forward1x1(bottom, weights, bias, top);
     return;
@@ -449,6 +493,7 @@ void BaseConvolutionLayer::BackwardBatch(const T* top_diff, const T* bottom, con
     }
   }
   if (weight_diff == nullptr && bottom_diff == nullptr) return;
+  if (BackwardCoversInput(top_diff, bottom, weights, weight_diff, bottom_diff)) return;
   if (is_1x1_) {
     Backward1x1(top_diff, bottom, weights, weight_diff, bottom_diff);
     return;

@@ -85,6 +85,17 @@ class BaseConvolutionLayer : public Layer {
   template <typename T>
   void Backward1x1(const T* top_diff, const T* bottom, const T* weights, T* weight_diff,
                    T* bottom_diff);
+  // A window that is the whole input (one output position, no padding or dilation, one group:
+  // covers_input_, e.g. MobileNet's classifier, a 1x1 convolution of a 1x1 input): the layer is
+  // an inner product, top (images x out channels) = bottom (images x kernel_dim_) * weights^T, so
+  // float runs the inner product's kernels over the whole batch in one pass over the weights
+  // (cpu::GemmFewRows, cpu::GemmFewRowsBackward) instead of one matrix-vector product per image.
+  // False where that does not apply (another type; returns without touching the outputs).
+  template <typename T>
+  bool ForwardCoversInput(const T* bottom, const T* weights, const T* bias, T* top);
+  template <typename T>
+  bool BackwardCoversInput(const T* top_diff, const T* bottom, const T* weights, T* weight_diff,
+                           T* bottom_diff);
   // Small enough for the column chunk to stay in a core's L2 cache between im2col and the GEMM
   // that reads it (32 MiB made cifar10_quick training ~25% slower); an image whose columns are
   // larger is a chunk of its own.
@@ -99,6 +110,7 @@ class BaseConvolutionLayer : public Layer {
   std::vector<int> dilation_;
   bool force_nd_im2col_ = false;
   bool is_1x1_ = false;
+  bool covers_input_ = false;  // set by Reshape (above)
   bool bias_term_ = true;
   int channels_ = 0;
   int num_output_ = 0;

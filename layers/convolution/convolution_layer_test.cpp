@@ -304,8 +304,11 @@ struct ConvRun {
 };
 
 // Forward and backward of one layer; the same seeds give the same weights and data either way.
+// With `weights`: an empty one receives the layer's filled weights, a filled one replaces them
+// (the same values in another data type).
 ConvRun RunConv(const std::string& body, const std::vector<int>& shape, DataType dtype,
-                bool depthwise, const Device& device = Device::Cpu()) {
+                bool depthwise, const Device& device = Device::Cpu(),
+                std::vector<std::vector<double>>* weights = nullptr) {
   DepthwiseSwitch guard(depthwise);
   LayerParameter param = ParseLayerParam("type: 'Convolution' " + Conv(body));
   ConvolutionLayer layer(param);
@@ -315,6 +318,18 @@ ConvRun RunConv(const std::string& body, const std::vector<int>& shape, DataType
   FillUniform(&bottom, -1, 1);
   SetRandomSeed(1701);  // the same filled weights in both runs
   layer.SetUp({&bottom}, {&top});
+  if (weights != nullptr && weights->empty()) {
+    for (auto& blob : layer.blobs()) {
+      weights->emplace_back();
+      for (int64_t i = 0; i < blob->count(); ++i) weights->back().push_back(blob->data_at(i));
+    }
+  } else if (weights != nullptr) {
+    for (size_t b = 0; b < layer.blobs().size(); ++b)
+      CREMA_DISPATCH_FLOAT(dtype, T, {
+        for (int64_t i = 0; i < layer.blobs()[b]->count(); ++i)
+          layer.blobs()[b]->mutable_cpu_data<T>()[i] = static_cast<T>((*weights)[b][i]);
+      });
+  }
   layer.Forward({&bottom}, {&top});
   Blob noise(top.shape(), dtype);
   FillUniform(&noise, -1, 1, 77);
@@ -548,6 +563,29 @@ TEST(ConvolutionShape, ParamShapes) {
   ASSERT_EQ(layer.blobs().size(), 2u);
   EXPECT_EQ(layer.blobs()[0]->shape(), (std::vector<int>{6, 3, 3, 2}));
   EXPECT_EQ(layer.blobs()[1]->shape(), (std::vector<int>{6}));
+}
+
+// A window that is the whole input (one output position) runs in float as an inner product over
+// the batch (cpu::GemmFewRows and its backward); double keeps im2col + GEMM: the two agree.
+TEST(ConvolutionCoversInput, FloatInnerProductPathMatchesDoubleIm2col) {
+  const std::vector<std::pair<std::string, std::vector<int>>> cases = {
+      {"num_output: 6 kernel_h: 3 kernel_w: 2", {5, 4, 3, 2}},
+      {"num_output: 3 kernel_size: 2 bias_term: false", {2, 3, 2, 2}},
+      {"num_output: 2 kernel_size: 2", {3, 2, 2, 2, 2}},
+      {"num_output: 7 kernel_size: 1", {70, 9, 1, 1}},  // above the few-rows kernel's batch
+  };
+  for (const auto& [body, shape] : cases) {
+    SCOPED_TRACE(body);
+    std::vector<std::vector<double>> weights;
+    const ConvRun single = RunConv(body, shape, DataType::kFloat32, true, Device::Cpu(), &weights);
+    const ConvRun reference =
+        RunConv(body, shape, DataType::kFloat64, true, Device::Cpu(), &weights);
+    ExpectAllNear(single.top, reference.top, 2e-5, "top");
+    ExpectAllNear(single.bottom_diff, reference.bottom_diff, 2e-5, "bottom diff");
+    ExpectAllNear(single.weight_diff, reference.weight_diff, 2e-5, "weight diff");
+    ExpectAllNear(single.bias_diff, reference.bias_diff, 2e-5, "bias diff");
+    EXPECT_GT(std::abs(single.top[0] - single.top[1]) + std::abs(single.weight_diff[0]), 0.0);
+  }
 }
 
 TEST(ConvolutionBackward, ParamDiffsAccumulate) {
