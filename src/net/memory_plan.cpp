@@ -14,6 +14,16 @@ namespace {
 bool ForwardSharesData(const std::string& type) { return type == "Split" || type == "Flatten"; }
 // Flatten's Backward points the bottom's diff at the top's.
 bool BackwardSharesDiff(const std::string& type) { return type == "Flatten"; }
+// An Eltwise SUM of ones copies its top's diff into each bottom's (cpu::Copy and gpu::Copy skip a
+// copy onto itself).
+bool BackwardCopiesDiff(const Layer& layer) {
+  if (layer.type() != std::string("Eltwise")) return false;
+  const EltwiseParameter& param = layer.layer_param().eltwise_param();
+  if (param.operation() != EltwiseParameter::SUM) return false;
+  for (float coeff : param.coeff())
+    if (coeff != 1.f) return false;
+  return true;
+}
 // Layers whose blobs are never planned: Parameter's top is a parameter's memory, and a Python
 // layer's code is out of the planner's sight.
 bool Opaque(const std::string& type) { return type == "Parameter" || type == "Python"; }
@@ -205,6 +215,29 @@ MemoryPlanLayout PlanNetMemory(const Net& net, MemoryPlan mode, const std::set<s
     for (int t : net.top_id_vec(l)) {
       if (ForwardSharesData(type) || folded) data_sets.Join(t, bottoms[0]);
       if (BackwardSharesDiff(type)) diff_sets.Join(t, bottoms[0]);
+    }
+    // Training: a layer whose Backward copies its top's diff into a bottom's can have the two in
+    // one buffer (the copy then does nothing), one bottom of them, where that is safe: the
+    // layer is the last to touch the bottom and the first to touch its top, so the top's diff
+    // is complete before the layer's Backward and read by no one after it, and the bottom's is
+    // written by no one before it (the layers that write it, its producer and the in-place
+    // layers on it, run their Backward later). ResNet's shortcut sums: one copy of two less.
+    if (training && net.layer_need_backward()[l] && BackwardCopiesDiff(*net.layers()[l]) &&
+        net.top_id_vec(l).size() == 1) {
+      const int t = net.top_id_vec(l)[0];
+      const std::set<int> distinct(bottoms.begin(), bottoms.end());
+      const Blob& top = *net.blobs()[t];
+      if (distinct.size() == bottoms.size() && !distinct.count(t) && touching[t].front() == l) {
+        for (size_t j = bottoms.size(); j-- > 0;) {
+          const int b = bottoms[j];
+          const Blob& bottom = *net.blobs()[b];
+          if (net.bottom_need_backward()[l][j] && touching[b].back() == l &&
+              bottom.dtype() == top.dtype() && bottom.count() == top.count()) {
+            diff_sets.Join(t, b);
+            break;
+          }
+        }
+      }
     }
   }
   const auto data_of = [&](int b) -> const std::shared_ptr<SyncedMemory>& {

@@ -196,5 +196,66 @@ TEST(TrainingPlan, BatchNormNetSgdGivesIdenticalWeights) {
   ExpectSameTraining(param, 4, 5);
 }
 
+// Residual sums: an identity and a projection shortcut, an Eltwise SUM with a coefficient of 2,
+// and one whose bottom is a Split's top.
+const char* kResidualNet = R"(
+  name: "residual"
+  layer { name: "data" type: "Input" top: "data" top: "label"
+          input_param { shape { dim: 4 dim: 4 dim: 6 dim: 6 } shape { dim: 4 } } }
+  layer { name: "c0" type: "Convolution" bottom: "data" top: "c0"
+          convolution_param { num_output: 8 kernel_size: 3 pad: 1 weight_filler { type: "xavier" } } }
+  layer { name: "relu0" type: "ReLU" bottom: "c0" top: "c0" }
+  layer { name: "b1" type: "Convolution" bottom: "c0" top: "b1"
+          convolution_param { num_output: 8 kernel_size: 3 pad: 1 weight_filler { type: "xavier" } } }
+  layer { name: "bn_b1" type: "BatchNorm" bottom: "b1" top: "b1" }
+  layer { name: "scale_b1" type: "Scale" bottom: "b1" top: "b1" scale_param { bias_term: true } }
+  layer { name: "s1" type: "Eltwise" bottom: "c0" bottom: "b1" top: "s1" }
+  layer { name: "relu_s1" type: "ReLU" bottom: "s1" top: "s1" }
+  layer { name: "p2" type: "Convolution" bottom: "s1" top: "p2"
+          convolution_param { num_output: 6 kernel_size: 1 weight_filler { type: "xavier" } } }
+  layer { name: "b2" type: "Convolution" bottom: "s1" top: "b2"
+          convolution_param { num_output: 6 kernel_size: 3 pad: 1 weight_filler { type: "xavier" } } }
+  layer { name: "bn_b2" type: "BatchNorm" bottom: "b2" top: "b2" }
+  layer { name: "s2" type: "Eltwise" bottom: "p2" bottom: "b2" top: "s2"
+          eltwise_param { coeff: 1 coeff: 2 } }
+  layer { name: "b3" type: "Convolution" bottom: "s2" top: "b3"
+          convolution_param { num_output: 6 kernel_size: 1 weight_filler { type: "xavier" } } }
+  layer { name: "s3" type: "Eltwise" bottom: "b3" bottom: "s2" top: "s3" }
+  layer { name: "relu_s3" type: "ReLU" bottom: "s3" top: "s3" }
+  layer { name: "ip" type: "InnerProduct" bottom: "s3" top: "ip"
+          inner_product_param { num_output: 5 weight_filler { type: "xavier" } } }
+  layer { name: "loss" type: "SoftmaxWithLoss" bottom: "ip" bottom: "label" top: "loss" }
+)";
+
+// The training plan gives an Eltwise SUM of ones' top and one bottom one gradient buffer (its
+// Backward then copies only into the others), and the weights stay those of the unplanned net.
+TEST(TrainingPlan, ResidualSumsShareAGradientBufferAndGiveIdenticalWeights) {
+  NetParameter param;
+  ASSERT_TRUE(google::protobuf::TextFormat::ParseFromString(kResidualNet, &param));
+  ExpectSameTraining(param, 4, 5);
+  auto net = BuildNet(param, TRAIN, MemoryPlan::kOff);
+  const MemoryPlanLayout layout = PlanNetMemory(*net, MemoryPlan::kTraining, {});
+  const auto diff_offset = [&](const std::string& name) {
+    const auto& names = net->blob_names();
+    const size_t b = std::find(names.begin(), names.end(), name) - names.begin();
+    EXPECT_LT(b, names.size()) << name;
+    return b < names.size() ? layout.blobs[b].diff_offset : int64_t{-2};
+  };
+  // s1's sum: the branch (its last bottom, touched last by the sum) shares, the shortcut (a
+  // Split's top, whose diff the Split reads after the branch ran) gets a copy.
+  EXPECT_GE(diff_offset("s1"), 0);
+  EXPECT_EQ(diff_offset("s1"), diff_offset("b1"));
+  EXPECT_NE(diff_offset("s1"), diff_offset("c0_relu0_0_split_0"));
+  // s3 sums b3 and s2's Split top: the last bottom that the sum touches last shares.
+  EXPECT_EQ(diff_offset("s3"),
+            diff_offset(net->blob_names()[net->bottom_ids(
+                std::find(net->layer_names().begin(), net->layer_names().end(), "s3") -
+                net->layer_names().begin())[1]]));
+  EXPECT_NE(diff_offset("s3"), diff_offset("b3"));
+  // A coefficient of 2 scales instead of copying: no sharing.
+  EXPECT_NE(diff_offset("s2"), diff_offset("b2"));
+  EXPECT_NE(diff_offset("s2"), diff_offset("p2"));
+}
+
 }  // namespace
 }  // namespace crema
