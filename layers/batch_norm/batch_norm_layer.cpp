@@ -1,5 +1,6 @@
 #include "layers/batch_norm/batch_norm_layer.hpp"
 
+#include <algorithm>
 #include <cmath>
 #include <memory>
 #include <string>
@@ -70,18 +71,26 @@ void BatchNormLayer::ForwardT(const Blob& bottom, Blob* top) {
       var[c] = factor * blobs_[1]->cpu_data<T>()[c];
     }
   } else {
-    cpu::ChannelSums<double>(
+    // One pass for both statistics: the sums of d = x - p and d * d in double, p a value of the
+    // channel (its first), so that var = E[d^2] - E[d]^2 subtracts numbers of the size of the
+    // variance (x's distance from p), not of mean^2. Two passes (the mean, then E[(x - mean)^2])
+    // read the blob once more: a pass over the largest activations of a training iteration.
+    std::vector<double> pivot(channels_, 0.0);
+    if (m > 0)
+      for (int c = 0; c < channels_; ++c) pivot[c] = bottom_data[c * spatial_dim_];
+    cpu::ChannelSumPairs<double>(
         num_, channels_, spatial_dim_,
-        [bottom_data](int64_t, int64_t k) { return static_cast<double>(bottom_data[k]); },
-        mean.data());
-    for (int c = 0; c < channels_; ++c) mean[c] = m > 0 ? mean[c] / m : 0;
-    cpu::ChannelSums<double>(
-        num_, channels_, spatial_dim_,
-        [bottom_data, &mean](int64_t c, int64_t k) {
-          return (bottom_data[k] - mean[c]) * (bottom_data[k] - mean[c]);
+        [bottom_data, &pivot](int64_t c, int64_t k, double* s) {
+          const double d = static_cast<double>(bottom_data[k]) - pivot[c];
+          s[0] = d;
+          s[1] = d * d;
         },
-        var.data());
-    for (int c = 0; c < channels_; ++c) var[c] = m > 0 ? var[c] / m : 0;
+        mean.data(), var.data());
+    for (int c = 0; c < channels_; ++c) {
+      const double shift = m > 0 ? mean[c] / m : 0;
+      mean[c] = pivot[c] + shift;
+      var[c] = m > 0 ? std::max(var[c] / m - shift * shift, 0.0) : 0;
+    }
     const T f = static_cast<T>(moving_average_fraction_);
     T* factor = blobs_[2]->mutable_cpu_data<T>();
     factor[0] = factor[0] * f + T(1);
@@ -166,13 +175,13 @@ void BatchNormLayer::BackwardT(const Blob& top, Blob* bottom) {
   const T* y = x_norm_.cpu_data<T>();
   const int64_t m = static_cast<int64_t>(num_) * spatial_dim_;
   std::vector<double> sum_dy(channels_, 0.0), sum_dy_y(channels_, 0.0);
-  cpu::ChannelSums<double>(
+  cpu::ChannelSumPairs<double>(
       num_, channels_, spatial_dim_,
-      [top_diff](int64_t, int64_t k) { return static_cast<double>(top_diff[k]); }, sum_dy.data());
-  cpu::ChannelSums<double>(
-      num_, channels_, spatial_dim_,
-      [top_diff, y](int64_t, int64_t k) { return static_cast<double>(top_diff[k]) * y[k]; },
-      sum_dy_y.data());
+      [top_diff, y](int64_t, int64_t k, double* s) {
+        s[0] = static_cast<double>(top_diff[k]);
+        s[1] = static_cast<double>(top_diff[k]) * y[k];
+      },
+      sum_dy.data(), sum_dy_y.data());
   cpu::ForEachChannelPlane(num_, channels_, spatial_dim_, [&](int64_t c, int64_t offset) {
     const T mean_dy = static_cast<T>(sum_dy[c] / m);
     const T mean_dy_y = static_cast<T>(sum_dy_y[c] / m);
