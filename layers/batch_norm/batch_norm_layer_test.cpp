@@ -165,6 +165,32 @@ TEST_P(BatchNormValues, BatchStatisticsAndMovingAverages) {
   for (auto& blob : layer->blobs()) EXPECT_EQ(blob->asum_diff(), 0.0);
 }
 
+// The statistics are taken in one pass around a value of the channel: a mean far larger than the
+// spread (1e6 against 1e-3, a ratio E[x^2] - E[x]^2 alone would lose entirely in double) still
+// gives the variance of the two-pass formula.
+TEST(BatchNormLayer, VarianceOfAFarOffMeanKeepsItsDigits) {
+  auto layer =
+      testing::CreateLayer("type: 'BatchNorm' batch_norm_param { eps: 0 }", DataType::kFloat64);
+  Blob bottom(std::vector<int>{4, 2, 3, 5}, DataType::kFloat64), top(DataType::kFloat64);
+  FillUniform(&bottom, -1e-3, 1e-3);
+  for (int64_t i = 0; i < bottom.count(); ++i)
+    bottom.mutable_cpu_data<double>()[i] += (i / 15) % 2 == 0 ? 1e6 : -3e5;
+  layer->SetUp({&bottom}, {&top});
+  layer->Forward({&bottom}, {&top});
+  const int m = 4 * 15;
+  for (int c = 0; c < 2; ++c) {
+    double mean, var;
+    ChannelStats(bottom, c, &mean, &var);
+    ASSERT_GT(var, 1e-8);
+    EXPECT_NEAR(layer->blobs()[0]->data_at(c), mean, 1e-9);
+    EXPECT_NEAR(layer->blobs()[1]->data_at(c), var * m / (m - 1), 1e-6 * var);
+    for (int64_t i = 0; i < 15; ++i) {
+      const int64_t k = c * 15 + i;
+      EXPECT_NEAR(top.data_at(k), (bottom.data_at(k) - mean) / std::sqrt(var), 1e-5);
+    }
+  }
+}
+
 TEST_P(BatchNormValues, GlobalStatistics) {
   const DataType dtype = GetParam();
   const double tol = dtype == DataType::kFloat64 ? 1e-12 : 2e-6;
