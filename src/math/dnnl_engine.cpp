@@ -359,7 +359,8 @@ const float* DnnlWeightCache::Get(const memory::desc& user, const memory::desc& 
 
 void DnnlWeightedForward(const dnnl::primitive& primitive, const dnnl::primitive_desc_base& pd,
                          const DnnlWeightedLayout& layout, const float* x, const float* w,
-                         const float* bias, float* y, Workspace* ws, bool read_y) {
+                         const float* bias, float* y, Workspace* ws, bool read_y,
+                         DnnlDirectForward* direct, uint64_t direct_key) {
   std::vector<DnnlOperand> ops = {
       {DNNL_ARG_SRC, layout.src, pd.src_desc(0), const_cast<float*>(x)},
       {DNNL_ARG_WEIGHTS, layout.weights, pd.weights_desc(0), const_cast<float*>(w)},
@@ -367,6 +368,52 @@ void DnnlWeightedForward(const dnnl::primitive& primitive, const dnnl::primitive
   if (layout.has_bias())
     ops.push_back({DNNL_ARG_BIAS, layout.bias, pd.weights_desc(1), const_cast<float*>(bias)});
   DnnlExecute(primitive, pd.scratchpad_desc(), ops, ws);
+  if (direct != nullptr) direct->Prepare(primitive, direct_key, pd.scratchpad_desc(), ops);
+}
+
+void DnnlDirectForward::Prepare(const dnnl::primitive& primitive, uint64_t key,
+                                const memory::desc& scratchpad,
+                                const std::vector<DnnlOperand>& operands) {
+  primitive_ = dnnl::primitive();
+  args_.clear();
+  for (const DnnlOperand& op : operands)
+    if (op.want != op.user || op.accumulate || op.data == nullptr) return;
+  CREMA_ASSERT(operands.size() >= 3 && operands[0].arg == DNNL_ARG_SRC &&
+                   operands[1].arg == DNNL_ARG_WEIGHTS && operands[2].arg == DNNL_ARG_DST &&
+                   (operands.size() == 3 || operands[3].arg == DNNL_ARG_BIAS),
+               "DnnlDirectForward: operands out of order");
+  dnnl::engine& engine = DnnlEngine();
+  // Placeholder handles until Run points them at its buffers (never null, which would make
+  // oneDNN allocate).
+  void* unset = operands[0].data;
+  scratchpad_bytes_ = scratchpad.get_size();
+  scratchpad_ = memory(scratchpad, engine, unset);
+  src_ = memory(operands[0].want, engine, unset);
+  weights_ = memory(operands[1].want, engine, unset);
+  dst_ = memory(operands[2].want, engine, unset);
+  args_ = {{DNNL_ARG_SCRATCHPAD, scratchpad_},
+           {DNNL_ARG_SRC, src_},
+           {DNNL_ARG_WEIGHTS, weights_},
+           {DNNL_ARG_DST, dst_}};
+  if (operands.size() == 4) {
+    bias_ = memory(operands[3].want, engine, unset);
+    args_.emplace(DNNL_ARG_BIAS, bias_);
+  }
+  primitive_ = primitive;
+  key_ = key;
+}
+
+void DnnlDirectForward::Run(const dnnl::primitive& primitive, const float* x, const float* w,
+                            const float* bias, float* y, Workspace* ws) {
+  CREMA_ASSERT(Matches(primitive, key_), "DnnlDirectForward::Run without a matching Prepare");
+  if (scratchpad_bytes_ > 0) scratchpad_.set_data_handle(ws->Cpu(scratchpad_bytes_));
+  src_.set_data_handle(const_cast<float*>(x));
+  weights_.set_data_handle(const_cast<float*>(w));
+  dst_.set_data_handle(y);
+  if (args_.count(DNNL_ARG_BIAS)) bias_.set_data_handle(const_cast<float*>(bias));
+  dnnl::stream& stream = DnnlStream();
+  primitive.execute(stream, args_);
+  stream.wait();
 }
 
 void DnnlWeightedBackwardData(const dnnl::primitive& primitive, const dnnl::primitive_desc_base& pd,

@@ -124,6 +124,35 @@ TEST(ChannelBlocked, EveryKindOfReaderGivesThePlainBits) {
   ExpectBlockedEqualsPlain(Parse(kEveryReader), false, 2, {"kept"});
 }
 
+// After passes that ran oneDNN's forward directly on the kept set-up (DnnlDirectForward), a new
+// batch size (new primitives) and new weights (the kept reordered copy refreshed) still give the
+// plain net's bits.
+TEST(ChannelBlocked, NewBatchAndWeightsAfterDirectCallsGiveThePlainBits) {
+  ScopedCpuEngine dnnl(CpuEngine::kDnnl);
+  const NetParameter param = Parse(kEveryReader);
+  auto plain = Build(param, false, false, {"kept"});
+  auto blocked = Build(param, true, false, {"kept"});
+  testing::RandomInferenceWeights(plain.get(), 100);
+  blocked->ShareTrainedLayersWith(*plain);
+  const auto expect_same = [&](int batch, uint32_t seed, const char* what) {
+    for (Net* net : {plain.get(), blocked.get()}) {
+      testing::SetBatch(net, batch);
+      testing::FillUniform(net->input_blobs()[0], -1, 1, seed);
+      net->Forward();
+    }
+    for (size_t i = 0; i < blocked->output_blobs().size(); ++i)
+      EXPECT_TRUE(testing::SameBits(*plain->output_blobs()[i], *blocked->output_blobs()[i], false))
+          << what << ", output " << i;
+  };
+  expect_same(2, 1, "first pass");
+  expect_same(2, 2, "second pass");
+  expect_same(3, 3, "batch 3");
+  expect_same(1, 4, "batch 1");
+  testing::RandomInferenceWeights(plain.get(), 200);  // the blocked net shares these blobs
+  expect_same(1, 5, "new weights");
+  expect_same(2, 6, "new weights, batch 2");
+}
+
 // Which blobs may be blocked: those that only layers taking the blocked layout read; not inputs,
 // outputs, kept blobs, or blobs with channels that are no multiple of the block.
 TEST(ChannelBlocked, AllowsOnlyBlobsEveryReaderTakes) {
