@@ -143,6 +143,60 @@ void RunInPlace(const Net& net, MemoryPlanLayout* layout) {
                groups.end());
 }
 
+// The elements before the concatenation axis of a Concat layer's top (1: each bottom is one
+// contiguous range of the top, at the sum of the earlier bottoms' counts).
+int64_t ConcatOuterCount(const Net& net, int layer) {
+  const ConcatParameter& param = net.layers()[layer]->layer_param().concat_param();
+  const Blob& top = *net.blobs()[net.top_id_vec(layer)[0]];
+  const int axis = top.CanonicalAxisIndex(
+      param.has_concat_dim() ? static_cast<int>(param.concat_dim()) : param.axis());
+  return top.count(0, axis);
+}
+
+// Inference on the CPU: a Concat's bottoms that nothing reads after it may live inside its top,
+// each at its place in the concatenation, where that place is contiguous (AssignMemoryBuffers
+// checks the shapes: one image, for a channel concatenation): the layers writing the bottoms
+// then write the concatenation, and the Concat's copies are copies onto themselves, which
+// cpu::Copy skips. SqueezeNet's and GoogLeNet's modules at batch 1. The top's group then lives
+// from the first bottom's producer on. (A channel-blocked layout keeps the places: by image,
+// channels in blocks of 16 (8), a bottom's channels a whole number of blocks.)
+void ConcatInPlace(const Net& net, MemoryPlanLayout* layout) {
+  std::vector<MemoryPlanLayout::Group>& groups = layout->data_groups;
+  std::vector<int> group_of(net.blobs().size(), -1);
+  for (int g = 0; g < static_cast<int>(groups.size()); ++g)
+    for (int b : groups[g].blobs) group_of[b] = g;
+  std::vector<bool> taken(groups.size(), false);  // a parent or a child already
+  for (int l = 0; l < net.num_layers(); ++l) {
+    const std::vector<int>& bottoms = net.bottom_ids(l);
+    if (net.layers()[l]->type() != std::string("Concat") || bottoms.size() < 2 ||
+        net.top_id_vec(l).size() != 1)
+      continue;
+    const int gt = group_of[net.top_id_vec(l)[0]];
+    if (gt < 0 || !groups[gt].planned || groups[gt].first != l || taken[gt]) continue;
+    bool fits = true;
+    std::set<int> seen;
+    for (int b : bottoms) {
+      const int g = group_of[b];
+      fits = fits && g >= 0 && g != gt && groups[g].planned && groups[g].last == l && !taken[g] &&
+             seen.insert(g).second && net.blobs()[b]->dtype() == net.blobs()[bottoms[0]]->dtype();
+      if (!fits) break;
+      for (int alias : groups[g].blobs)
+        fits = fits && net.blobs()[alias]->count() == net.blobs()[b]->count();
+    }
+    if (!fits) continue;
+    taken[gt] = true;
+    for (size_t j = 0; j < bottoms.size(); ++j) {
+      MemoryPlanLayout::Group& child = groups[group_of[bottoms[j]]];
+      child.parent = gt;
+      child.concat = l;
+      child.bottom = static_cast<int>(j);
+      taken[group_of[bottoms[j]]] = true;
+      groups[gt].first = std::min(groups[gt].first, child.first);
+    }
+    layout->concat_in_place_layers.push_back(l);
+  }
+}
+
 }  // namespace
 
 MemoryPlanLayout PlanNetMemory(const Net& net, MemoryPlan mode, const std::set<std::string>& keep,
@@ -278,6 +332,7 @@ MemoryPlanLayout PlanNetMemory(const Net& net, MemoryPlan mode, const std::set<s
     settle(group, data_note, true, training,
            HeldElsewhere(group, net, data_of) ? "held by a layer" : "");
   if (mode == MemoryPlan::kInference && in_place) RunInPlace(net, &layout);
+  if (mode == MemoryPlan::kInference && net.device().is_cpu()) ConcatInPlace(net, &layout);
   for (auto& group : layout.diff_groups) {
     bool used = false;
     for (int b : group.blobs) used |= diff_read[b] || diff_written[b];
@@ -348,7 +403,26 @@ void AssignMemoryBuffers(const Net& net, MemoryPlanLayout* layout) {
       groups.push_back(&group);
     }
   }
-  layout->arena_bytes = PlaceInArena(groups);
+  // Concat bottoms inside their top where their places are contiguous for these shapes.
+  std::vector<int64_t> nested_at(layout->data_groups.size(), -1);
+  for (size_t g = 0; g < layout->data_groups.size(); ++g) {
+    MemoryPlanLayout::Group& group = layout->data_groups[g];
+    group.nested = false;
+    if (group.parent < 0 || ConcatOuterCount(net, group.concat) != 1) continue;
+    const std::vector<int>& bottoms = net.bottom_ids(group.concat);
+    size_t at = 0;
+    for (int j = 0; j < group.bottom; ++j) at += data_bytes[bottoms[j]];
+    group.nested = true;
+    nested_at[g] = static_cast<int64_t>(at);
+  }
+  std::vector<MemoryPlanLayout::Group*> placed;
+  for (MemoryPlanLayout::Group* group : groups)
+    if (!group->nested) placed.push_back(group);
+  layout->arena_bytes = PlaceInArena(placed);
+  for (size_t g = 0; g < layout->data_groups.size(); ++g) {
+    MemoryPlanLayout::Group& group = layout->data_groups[g];
+    if (group.nested) group.offset = layout->data_groups[group.parent].offset + nested_at[g];
+  }
   for (auto* kind : {&layout->data_groups, &layout->diff_groups})
     for (const MemoryPlanLayout::Group& group : *kind)
       for (int b : group.blobs)

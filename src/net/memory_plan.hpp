@@ -44,10 +44,18 @@ struct MemoryPlanLayout {
     bool planned = false;
     size_t bytes = 0;     // the largest blob's (set by AssignMemoryBuffers)
     int64_t offset = -1;  // in the arena, when planned
+    // Inference: a Concat bottom's group that may live inside its top's group (`parent`, a data
+    // group) at the bottom's place in the concatenation: layer `concat`, bottom `bottom`. It does
+    // when that place is one contiguous range for the current shapes (nested, set by
+    // AssignMemoryBuffers); else it is placed on its own.
+    int parent = -1, concat = -1, bottom = -1;
+    bool nested = false;
   };
   std::vector<Group> data_groups, diff_groups;
   // Inference: layers whose top was put in their bottom's memory (run in place).
   std::vector<int> in_place_layers;
+  // Inference: Concat layers whose bottoms were given places inside their top (Group::parent).
+  std::vector<int> concat_in_place_layers;
 };
 
 // `mode` kInference: forward only, data buffers are reused once their last consumer ran.

@@ -595,11 +595,13 @@ void Net::ApplyMemoryPlan() {
     arena = std::make_shared<SyncedMemory>(layout.arena_bytes);
   }
   // One view of the arena per group: its blobs share it, as they share memory unplanned.
+  std::vector<std::shared_ptr<SyncedMemory>> data_views(layout.data_groups.size());
   for (const auto* kind : {&layout.data_groups, &layout.diff_groups}) {
     const bool diff = kind == &layout.diff_groups;
     for (const MemoryPlanLayout::Group& group : *kind) {
       if (group.offset < 0) continue;
       auto view = SyncedMemory::View(arena, static_cast<size_t>(group.offset), group.bytes);
+      if (!diff) data_views[&group - layout.data_groups.data()] = view;
       for (int b : group.blobs) {
         if (diff) {
           blobs_[b]->UseDiffMemory(view);
@@ -611,6 +613,11 @@ void Net::ApplyMemoryPlan() {
       }
     }
   }
+  // A Concat's top that holds its bottoms (Group::nested) is used now, while nothing is in it:
+  // memory is cleared at its first use (SyncedMemory::ToCpu), which would wipe the bottoms
+  // written into it when the Concat first writes its top.
+  for (const MemoryPlanLayout::Group& group : layout.data_groups)
+    if (group.nested) data_views[group.parent]->mutable_cpu_data();
   PlanChannelBlocked();
   PlanFuseSum();
 }

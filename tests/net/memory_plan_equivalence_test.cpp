@@ -11,6 +11,7 @@
 #include "crema/net.hpp"
 #include "crema/proto_io.hpp"
 #include "net/memory_plan.hpp"
+#include "support/net_checks.hpp"
 
 namespace crema {
 namespace {
@@ -47,7 +48,7 @@ void ExpectSameOutputs(const Net& plain, const Net& planned, const std::string& 
   }
 }
 
-class ZooDeploy : public testing::TestWithParam<std::string> {};
+class ZooDeploy : public ::testing::TestWithParam<std::string> {};
 
 TEST_P(ZooDeploy, InferencePlanGivesIdenticalOutputs) {
   const std::string path = std::string(CREMA_SOURCE_DIR) + "/models/" + GetParam();
@@ -55,6 +56,7 @@ TEST_P(ZooDeploy, InferencePlanGivesIdenticalOutputs) {
   ReadNetParamsFromTextFile(path, &param);
   auto plain = BuildNet(param, TEST, MemoryPlan::kOff);
   auto planned = BuildNet(param, TEST, MemoryPlan::kInference);
+  testing::RandomInferenceWeights(plain.get(), 3);  // (the deploy nets' fillers give zeros)
   planned->ShareTrainedLayersWith(*plain);
   const MemoryPlanLayout layout = PlanNetMemory(*plain, MemoryPlan::kInference, {});
   EXPECT_LT(layout.after(), layout.before());
@@ -80,18 +82,79 @@ TEST_P(ZooDeploy, InferencePlanGivesIdenticalOutputs) {
 
 INSTANTIATE_TEST_SUITE_P(
     Models, ZooDeploy,
-    testing::Values("lenet/lenet.prototxt", "cifar10_quick/deploy.prototxt",
-                    "cifar10_full/deploy.prototxt", "bvlc_alexnet/deploy.prototxt",
-                    "bvlc_reference_caffenet/deploy.prototxt", "bvlc_googlenet/deploy.prototxt",
-                    "squeezenet_v1.1/deploy.prototxt", "mobilenet_v1/deploy.prototxt",
-                    "mobilenet_v2/deploy.prototxt", "resnet50/deploy.prototxt",
-                    "vgg16/deploy.prototxt"),
-    [](const testing::TestParamInfo<std::string>& info) {
+    ::testing::Values("lenet/lenet.prototxt", "cifar10_quick/deploy.prototxt",
+                      "cifar10_full/deploy.prototxt", "bvlc_alexnet/deploy.prototxt",
+                      "bvlc_reference_caffenet/deploy.prototxt", "bvlc_googlenet/deploy.prototxt",
+                      "squeezenet_v1.1/deploy.prototxt", "mobilenet_v1/deploy.prototxt",
+                      "mobilenet_v2/deploy.prototxt", "resnet50/deploy.prototxt",
+                      "vgg16/deploy.prototxt"),
+    [](const ::testing::TestParamInfo<std::string>& info) {
       std::string name = info.param.substr(0, info.param.find('/'));
       for (char& c : name)
         if (!std::isalnum(static_cast<unsigned char>(c))) c = '_';
       return name;
     });
+
+// At batch 1 the inference plan puts a Concat's bottoms inside its top (ConcatInPlace): the
+// convolutions write the concatenation, the Concat copies nothing, and the outputs keep their
+// bits; a larger batch (the places no longer contiguous) places them on their own again.
+TEST(InferencePlan, ConcatBottomsInsideTheTopAtBatchOne) {
+  for (const char* model : {"squeezenet_v1.1/deploy.prototxt", "bvlc_googlenet/deploy.prototxt"}) {
+    SCOPED_TRACE(model);
+    NetParameter param;
+    ReadNetParamsFromTextFile(std::string(CREMA_SOURCE_DIR) + "/models/" + model, &param);
+    for (LayerParameter& layer : *param.mutable_layer())
+      if (layer.type() == "Input") layer.mutable_input_param()->mutable_shape(0)->set_dim(0, 1);
+    auto plain = BuildNet(param, TEST, MemoryPlan::kOff);
+    auto planned = BuildNet(param, TEST, MemoryPlan::kInference);
+    testing::RandomInferenceWeights(plain.get(), 7);  // (the deploy nets' fillers give zeros)
+    planned->ShareTrainedLayersWith(*plain);
+    const auto nested_groups = [](const Net& net) {
+      const MemoryPlanLayout layout = PlanNetMemory(net, MemoryPlan::kInference, {});
+      int nested = 0;
+      for (const MemoryPlanLayout::Group& g : layout.data_groups) {
+        if (!g.nested) continue;
+        ++nested;
+        const MemoryPlanLayout::Group& parent = layout.data_groups[g.parent];
+        EXPECT_GE(g.offset, parent.offset);
+        EXPECT_LE(static_cast<size_t>(g.offset) + g.bytes,
+                  static_cast<size_t>(parent.offset) + parent.bytes);
+      }
+      EXPECT_FALSE(layout.concat_in_place_layers.empty());
+      return nested;
+    };
+    EXPECT_GT(nested_groups(*plain), 0);
+    // The built net's memory: each module's second bottom right after its first, in the top.
+    const std::string module =
+        std::string(model).rfind("squeeze", 0) == 0 ? "fire2/" : "inception_3a/";
+    const Blob& concat =
+        *planned->blob_by_name(module + (module == "fire2/" ? "concat" : "output"));
+    const Blob& first = *planned->blob_by_name(module + (module == "fire2/" ? "expand1x1" : "1x1"));
+    const Blob& second =
+        *planned->blob_by_name(module + (module == "fire2/" ? "expand3x3" : "3x3"));
+    EXPECT_EQ(first.cpu_data<float>(), concat.cpu_data<float>());
+    EXPECT_EQ(second.cpu_data<float>(), concat.cpu_data<float>() + first.count());
+    for (int batch : {1, 3}) {
+      if (batch != 1) {
+        for (Net* net : {plain.get(), planned.get()}) {
+          std::vector<int> shape = net->input_blobs()[0]->shape();
+          shape[0] = batch;
+          net->input_blobs()[0]->Reshape(shape);
+          net->Reshape();
+        }
+        EXPECT_EQ(nested_groups(*plain), 0);
+      }
+      for (int pass = 0; pass < 2; ++pass) {
+        for (Net* net : {plain.get(), planned.get()})
+          FillRandom(net->input_blobs()[0], 10 * batch + static_cast<unsigned>(pass));
+        plain->Forward();
+        planned->Forward();
+        ExpectSameOutputs(*plain, *planned,
+                          "batch " + std::to_string(batch) + " pass " + std::to_string(pass));
+      }
+    }
+  }
+}
 
 TEST(ZooDeployList, CoversEveryModel) {
   // A new model folder must be added to the list above.
