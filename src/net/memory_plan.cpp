@@ -178,7 +178,8 @@ void ConcatInPlace(const Net& net, MemoryPlanLayout* layout) {
     for (int b : bottoms) {
       const int g = group_of[b];
       fits = fits && g >= 0 && g != gt && groups[g].planned && groups[g].last == l && !taken[g] &&
-             seen.insert(g).second && net.blobs()[b]->dtype() == net.blobs()[bottoms[0]]->dtype();
+             seen.insert(g).second &&
+             net.blobs()[b]->dtype() == net.blobs()[net.top_id_vec(l)[0]]->dtype();
       if (!fits) break;
       for (int alias : groups[g].blobs)
         fits = fits && net.blobs()[alias]->count() == net.blobs()[b]->count();
