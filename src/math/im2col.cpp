@@ -31,20 +31,25 @@ inline void ValidRange(int offset, int stride, int size, int output, int* lo, in
 }
 
 // dst[0, n) = src[0, n) for short runs (an output row is often 8..32 elements): fixed-size
-// copies inline, where std::copy would call memmove once per row.
+// copies inline, the last one overlapping the one before it instead of a tail of smaller ones
+// (where std::copy would call memmove once per row). LeNet's conv2 (20 channels of 12 x 12, 5 x 5
+// kernel, rows of 8) for 8 images: 103 us with copies of 8, 4, 2 and 1 in turn, 78 us so, 43 us
+// with the whole-row path of Im2colChannel too.
 template <typename T>
 inline void CopyRow(const T* src, int n, T* dst) {
-  int i = 0;
-  for (; i + 8 <= n; i += 8) std::memcpy(dst + i, src + i, 8 * sizeof(T));
-  if (i + 4 <= n) {
-    std::memcpy(dst + i, src + i, 4 * sizeof(T));
-    i += 4;
+  if (n >= 8) {
+    int i = 0;
+    for (; i + 8 < n; i += 8) std::memcpy(dst + i, src + i, 8 * sizeof(T));
+    std::memcpy(dst + n - 8, src + n - 8, 8 * sizeof(T));
+  } else if (n >= 4) {
+    std::memcpy(dst, src, 4 * sizeof(T));
+    std::memcpy(dst + n - 4, src + n - 4, 4 * sizeof(T));
+  } else if (n >= 2) {
+    std::memcpy(dst, src, 2 * sizeof(T));
+    std::memcpy(dst + n - 2, src + n - 2, 2 * sizeof(T));
+  } else if (n == 1) {
+    dst[0] = src[0];
   }
-  if (i + 2 <= n) {
-    std::memcpy(dst + i, src + i, 2 * sizeof(T));
-    i += 2;
-  }
-  if (i < n) dst[i] = src[i];
 }
 
 // One image channel to kernel_h * kernel_w column rows, row r at col + r * col_ld.
@@ -62,11 +67,20 @@ void Im2colChannel(const T* im, int height, int width, int kernel_h, int kernel_
       const int row_offset = kh * dilation_h - pad_h;
       int oh_lo, oh_hi;
       ValidRange(row_offset, stride_h, height, output_h, &oh_lo, &oh_hi);
-      std::fill(col_row, col_row + static_cast<int64_t>(oh_lo) * output_w, T(0));
-      std::fill(col_row + static_cast<int64_t>(oh_hi) * output_w,
-                col_row + static_cast<int64_t>(output_h) * output_w, T(0));
+      // (Tested first: with none to zero, as in the middle of the kernel, a call to memset for
+      // nothing cost more than the row's copying.)
+      if (oh_lo > 0) std::fill(col_row, col_row + static_cast<int64_t>(oh_lo) * output_w, T(0));
+      if (oh_hi < output_h)
+        std::fill(col_row + static_cast<int64_t>(oh_hi) * output_w,
+                  col_row + static_cast<int64_t>(output_h) * output_w, T(0));
       T* col = col_row + static_cast<int64_t>(oh_lo) * output_w;
       int in_row = row_offset + oh_lo * stride_h;
+      if (stride_w == 1 && ow_lo == 0 && ow_hi == output_w) {
+        // Whole rows from the image: no padding columns.
+        for (int oh = oh_lo; oh < oh_hi; ++oh, in_row += stride_h, col += output_w)
+          CopyRow(im + static_cast<int64_t>(in_row) * width + col_offset, output_w, col);
+        continue;
+      }
       for (int oh = oh_lo; oh < oh_hi; ++oh, in_row += stride_h, col += output_w) {
         const T* im_row = im + static_cast<int64_t>(in_row) * width;
         for (int ow = 0; ow < ow_lo; ++ow) col[ow] = T(0);

@@ -30,6 +30,15 @@ const ConvCase kCases[] = {
     {2, 4, 4, 1, 1, 0, 0, 1, 1, 1, 1},  // 1x1
     {1, 7, 6, 2, 3, 1, 2, 3, 2, 2, 1},  // stride larger than the kernel, mixed padding
     {2, 1, 3, 3, 3, 2, 2, 4, 4, 1, 1},  // whole kernel rows and columns in the padding
+    // Rows copied whole and in pieces of every length the row copy splits (8 and the overlapping
+    // last piece, 4, 2, 1), with and without padding columns.
+    {2, 12, 12, 5, 5, 0, 0, 1, 1, 1, 1},  // LeNet's conv2: rows of 8
+    {1, 6, 23, 3, 3, 0, 0, 1, 1, 1, 1},   // rows of 21: two pieces of 8 and an overlapping one
+    {1, 5, 11, 3, 3, 0, 0, 1, 1, 1, 1},   // rows of 9
+    {1, 4, 8, 2, 2, 0, 1, 1, 1, 1, 1},    // rows of 9 with a padding column at each end
+    {1, 4, 7, 2, 2, 0, 0, 1, 1, 1, 1},    // rows of 6
+    {1, 4, 4, 2, 2, 0, 0, 1, 1, 1, 1},    // rows of 3
+    {1, 3, 2, 2, 2, 0, 0, 1, 1, 1, 1},    // rows of 1
 };
 
 template <typename T>
