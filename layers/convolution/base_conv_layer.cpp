@@ -144,10 +144,11 @@ void BaseConvolutionLayer::Reshape(const BlobVec& bottom, const BlobVec& top) {
   num_ = bottom[0]->count(0, channel_axis_);
   bottom_shape_ = bottom[0]->shape();
   ComputeOutputShape();
-  std::vector<int> top_shape(bottom_shape_.begin(), bottom_shape_.begin() + channel_axis_);
-  top_shape.push_back(num_output_);
-  top_shape.insert(top_shape.end(), output_shape_.begin(), output_shape_.end());
-  for (Blob* t : top) t->Reshape(top_shape);
+  // (A member: its memory stays from one pass to the next.)
+  top_shape_.assign(bottom_shape_.begin(), bottom_shape_.begin() + channel_axis_);
+  top_shape_.push_back(num_output_);
+  top_shape_.insert(top_shape_.end(), output_shape_.begin(), output_shape_.end());
+  for (Blob* t : top) t->Reshape(top_shape_);
   conv_out_spatial_dim_ = reverse_dimensions() ? bottom[0]->count(first_spatial_axis)
                                                : top[0]->count(first_spatial_axis);
   col_offset_ = kernel_dim_ * conv_out_spatial_dim_;

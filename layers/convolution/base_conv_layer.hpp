@@ -122,6 +122,7 @@ class BaseConvolutionLayer : public Layer {
 
   // Shapes (set by Reshape).
   std::vector<int> bottom_shape_;
+  std::vector<int> top_shape_;  // Reshape's
   std::vector<int> output_shape_;
   std::vector<int> conv_input_shape_;  // (channels, spatial...) of the im2col side
   std::vector<int> col_buffer_shape_;

@@ -103,9 +103,18 @@ CpuEngine ConvolutionLayer::DnnlPolicy(const Blob& bottom, const Blob& top) {
     if (input_shape(i) + 2 * pad_[i] < dilation_[i] * (kernel_shape_[i] - 1) + 1)
       return CpuEngine::kCaffe;
   if (!dnnl_) dnnl_ = std::make_shared<DnnlConvolution>();
-  const DnnlConvGeometry geometry{bottom.shape(), top.shape(), blobs_[0]->shape(),
-                                  pad_,           stride_,     dilation_,
-                                  group_,         bias_term_,  forward_only()};
+  // Filled in place: its vectors keep their memory (this runs two or three times a pass, and a
+  // geometry built afresh allocated six vectors each time).
+  DnnlConvGeometry& geometry = dnnl_geometry_;
+  geometry.input = bottom.shape();
+  geometry.output = top.shape();
+  geometry.filter = blobs_[0]->shape();
+  geometry.pad = pad_;
+  geometry.stride = stride_;
+  geometry.dilation = dilation_;
+  geometry.group = group_;
+  geometry.bias = bias_term_;
+  geometry.forward_only = forward_only();
   return dnnl_->Prepare(geometry) ? policy : CpuEngine::kCaffe;
 }
 
@@ -182,12 +191,11 @@ void ConvolutionLayer::ForwardCpu(const BlobVec& bottom, const BlobVec& top) {
     CREMA_DISPATCH_FLOAT(dtype(), T, ForwardT<T>(bottom, top));
   };
   const CpuEngine policy = DnnlPolicy(*bottom[0], *top[0]);  // (prepares dnnl_)
-  std::function<void()> winograd;
-  if (policy != CpuEngine::kCaffe && dnnl_->HasWinograd())
-    winograd = [&] { ForwardDnnl(bottom, top, true); };
-  cpu_engine_choice_.Run(
-      policy, name(), "forward", bottom[0]->shape(), crema,
-      [&] { ForwardDnnl(bottom, top, false); }, winograd);
+  const auto dnnl = [&] { ForwardDnnl(bottom, top, false); };
+  const auto winograd = [&] { ForwardDnnl(bottom, top, true); };
+  const bool has_winograd = policy != CpuEngine::kCaffe && dnnl_->HasWinograd();
+  cpu_engine_choice_.Run(policy, name(), "forward", bottom[0]->shape(), crema, dnnl,
+                         has_winograd ? CpuEngineChoice::Pass(winograd) : nullptr);
 }
 
 void ConvolutionLayer::BackwardCpu(const BlobVec& top, const std::vector<bool>& propagate_down,
@@ -196,12 +204,11 @@ void ConvolutionLayer::BackwardCpu(const BlobVec& top, const std::vector<bool>& 
     CREMA_DISPATCH_FLOAT(dtype(), T, BackwardT<T>(top, propagate_down, bottom));
   };
   const CpuEngine policy = DnnlPolicy(*bottom[0], *top[0]);  // (prepares dnnl_)
-  std::function<void()> winograd;
-  if (policy != CpuEngine::kCaffe && dnnl_->HasWinograd())
-    winograd = [&] { BackwardDnnl(top, propagate_down, bottom, true); };
-  cpu_engine_choice_.Run(
-      policy, name(), "backward", bottom[0]->shape(), crema,
-      [&] { BackwardDnnl(top, propagate_down, bottom, false); }, winograd);
+  const auto dnnl = [&] { BackwardDnnl(top, propagate_down, bottom, false); };
+  const auto winograd = [&] { BackwardDnnl(top, propagate_down, bottom, true); };
+  const bool has_winograd = policy != CpuEngine::kCaffe && dnnl_->HasWinograd();
+  cpu_engine_choice_.Run(policy, name(), "backward", bottom[0]->shape(), crema, dnnl,
+                         has_winograd ? CpuEngineChoice::Pass(winograd) : nullptr);
 }
 
 CREMA_REGISTER_LAYER(Convolution, ConvolutionLayer);

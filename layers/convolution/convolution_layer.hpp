@@ -11,12 +11,12 @@
 #include <memory>
 
 #include "layers/convolution/base_conv_layer.hpp"
+#include "layers/convolution/dnnl_convolution.hpp"
 #include "math/dnnl_engine.hpp"
 
 namespace crema {
 
 class CudnnConvolution;
-class DnnlConvolution;
 
 class ConvolutionLayer : public BaseConvolutionLayer {
  public:
@@ -69,6 +69,7 @@ class ConvolutionLayer : public BaseConvolutionLayer {
   void BackwardDnnl(const BlobVec& top, const std::vector<bool>& propagate_down,
                     const BlobVec& bottom, bool winograd);
   std::shared_ptr<DnnlConvolution> dnnl_;
+  DnnlConvGeometry dnnl_geometry_;  // DnnlPolicy's, kept for its vectors' memory
   CpuEngineChoice cpu_engine_choice_;
   Blob* fused_sum_ = nullptr;
   bool fused_sum_relu_ = false, fused_sum_ran_ = false;

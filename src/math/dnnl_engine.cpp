@@ -99,10 +99,25 @@ const char* CpuKernelName(CpuKernel kernel) {
   return "crema";
 }
 
+CpuEngineChoice::Race* CpuEngineChoice::Find(const char* direction,
+                                             const std::vector<int>& shape) const {
+  if (found_ != nullptr && found_shape_ == shape && found_direction_ == direction) return found_;
+  const auto it = races_.find({direction, shape});
+  if (it == races_.end()) return nullptr;
+  found_ = const_cast<Race*>(&it->second);
+  found_direction_ = direction;
+  found_shape_ = shape;
+  return found_;
+}
+
+CpuEngineChoice::Race& CpuEngineChoice::Get(const char* direction, const std::vector<int>& shape) {
+  if (Race* race = Find(direction, shape)) return *race;
+  races_[{direction, shape}];
+  return *Find(direction, shape);
+}
+
 void CpuEngineChoice::Run(CpuEngine policy, const std::string& layer, const char* direction,
-                          const std::vector<int>& shape, const std::function<void()>& crema,
-                          const std::function<void()>& dnnl,
-                          const std::function<void()>& winograd) {
+                          const std::vector<int>& shape, Pass crema, Pass dnnl, Pass winograd) {
   const auto run = [&](CpuKernel kernel) {
     if (kernel == CpuKernel::kDnnlWinograd && !winograd) kernel = CpuKernel::kDnnl;
     last_ = CpuKernelName(kernel);
@@ -110,7 +125,7 @@ void CpuEngineChoice::Run(CpuEngine policy, const std::string& layer, const char
   };
   if (policy != CpuEngine::kAuto)
     return run(policy == CpuEngine::kDnnl ? CpuKernel::kDnnl : CpuKernel::kCrema);
-  Race& race = races_[{direction, shape}];
+  Race& race = Get(direction, shape);
   if (race.decided) return run(race.kernel);
   if (race.kernels == 0) {
     race.first = crema_races_ ? 0 : 1;
@@ -149,25 +164,24 @@ void CpuEngineChoice::Run(CpuEngine policy, const std::string& layer, const char
   LOG(INFO) << line.str() << ")";
 }
 
-bool CpuEngineChoice::Racing(const std::string& direction, const std::vector<int>& shape) const {
-  const auto it = races_.find({direction, shape});
-  return it != races_.end() && !it->second.decided;
+bool CpuEngineChoice::Racing(const char* direction, const std::vector<int>& shape) const {
+  const Race* race = Find(direction, shape);
+  return race != nullptr && !race->decided;
 }
 
-bool CpuEngineChoice::Decided(const std::string& direction, const std::vector<int>& shape) const {
-  const auto it = races_.find({direction, shape});
-  return it != races_.end() && it->second.decided;
+bool CpuEngineChoice::Decided(const char* direction, const std::vector<int>& shape) const {
+  const Race* race = Find(direction, shape);
+  return race != nullptr && race->decided;
 }
 
-bool CpuEngineChoice::NextRunsDnnl(CpuEngine policy, const std::string& direction,
+bool CpuEngineChoice::NextRunsDnnl(CpuEngine policy, const char* direction,
                                    const std::vector<int>& shape) const {
   if (policy != CpuEngine::kAuto) return policy == CpuEngine::kDnnl;
-  const auto it = races_.find({direction, shape});
+  const Race* race = Find(direction, shape);
   // A race's first pass runs crema's kernel, where it races.
-  if (it == races_.end()) return !crema_races_;
-  const Race& race = it->second;
-  return race.decided ? race.kernel != CpuKernel::kCrema
-                      : race.first + race.pass % race.kernels != 0;
+  if (race == nullptr) return !crema_races_;
+  return race->decided ? race->kernel != CpuKernel::kCrema
+                       : race->first + race->pass % race->kernels != 0;
 }
 
 std::vector<CpuEngineChoice::Decision> CpuEngineChoice::Decisions() const {
@@ -178,7 +192,7 @@ std::vector<CpuEngineChoice::Decision> CpuEngineChoice::Decisions() const {
 }
 
 void CpuEngineChoice::Restore(const Decision& decision) {
-  Race& race = races_[{decision.direction, decision.shape}];
+  Race& race = Get(decision.direction.c_str(), decision.shape);
   race.decided = true;
   race.kernel = decision.kernel;
 }
@@ -391,13 +405,14 @@ void DnnlDirectForward::Prepare(const dnnl::primitive& primitive, uint64_t key,
   src_ = memory(operands[0].want, engine, unset);
   weights_ = memory(operands[1].want, engine, unset);
   dst_ = memory(operands[2].want, engine, unset);
-  args_ = {{DNNL_ARG_SCRATCHPAD, scratchpad_},
-           {DNNL_ARG_SRC, src_},
-           {DNNL_ARG_WEIGHTS, weights_},
-           {DNNL_ARG_DST, dst_}};
+  args_ = {{DNNL_ARG_SCRATCHPAD, scratchpad_.get()},
+           {DNNL_ARG_SRC, src_.get()},
+           {DNNL_ARG_WEIGHTS, weights_.get()},
+           {DNNL_ARG_DST, dst_.get()}};
+  bias_ = memory();
   if (operands.size() == 4) {
     bias_ = memory(operands[3].want, engine, unset);
-    args_.emplace(DNNL_ARG_BIAS, bias_);
+    args_.push_back({DNNL_ARG_BIAS, bias_.get()});
   }
   primitive_ = primitive;
   key_ = key;
@@ -410,9 +425,12 @@ void DnnlDirectForward::Run(const dnnl::primitive& primitive, const float* x, co
   src_.set_data_handle(const_cast<float*>(x));
   weights_.set_data_handle(const_cast<float*>(w));
   dst_.set_data_handle(y);
-  if (args_.count(DNNL_ARG_BIAS)) bias_.set_data_handle(const_cast<float*>(bias));
+  if (bias_) bias_.set_data_handle(const_cast<float*>(bias));
   dnnl::stream& stream = DnnlStream();
-  primitive.execute(stream, args_);
+  // oneDNN's C call on the kept arguments: the C++ execute builds a vector of them every time.
+  dnnl::error::wrap_c_api(dnnl_primitive_execute(primitive.get(), stream.get(),
+                                                 static_cast<int>(args_.size()), args_.data()),
+                          "could not execute a primitive");
   stream.wait();
 }
 

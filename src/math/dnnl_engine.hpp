@@ -22,6 +22,7 @@
 #include <map>
 #include <memory>
 #include <string>
+#include <type_traits>
 #include <utility>
 #include <vector>
 
@@ -80,13 +81,51 @@ const char* CpuKernelName(CpuKernel kernel);
 // other's time.
 class CpuEngineChoice {
  public:
-  // Runs one pass, `crema`, `dnnl` or `winograd` (null: the layer has none for these shapes), as
+  // One of a layer's kernels for a pass: a reference to a callable that outlives the call (a
+  // lambda at the call site), or none. Unlike a std::function it allocates nothing (a lambda of
+  // three references is heap-allocated there), on every layer's pass of every iteration.
+  class Pass {
+   public:
+    Pass() = default;
+    Pass(std::nullptr_t) {}  // NOLINT: none
+    // An empty std::function is none.
+    Pass(const std::function<void()>& f)  // NOLINT: implicit, as a std::function parameter was
+        : object_(f ? &f : nullptr), call_(f ? &Call<const std::function<void()>> : nullptr) {}
+    template <typename F,
+              typename = std::enable_if_t<!std::is_same_v<std::decay_t<F>, Pass> &&
+                                          !std::is_same_v<std::decay_t<F>, std::function<void()>>>>
+    Pass(F&& f)  // NOLINT: implicit, as a std::function parameter was
+        : object_(&f), call_(&Call<std::remove_reference_t<F>>) {}
+    explicit operator bool() const { return call_ != nullptr; }
+    void operator()() const { call_(object_); }
+
+   private:
+    template <typename F>
+    static void Call(const void* object) {
+      (*const_cast<F*>(static_cast<const F*>(object)))();
+    }
+    const void* object_ = nullptr;
+    void (*call_)(const void*) = nullptr;
+  };
+
+  CpuEngineChoice() = default;
+  // A copy has the races but not the last one looked up (a node of the original's map).
+  CpuEngineChoice(const CpuEngineChoice& other)
+      : races_(other.races_), last_(other.last_), crema_races_(other.crema_races_) {}
+  CpuEngineChoice& operator=(const CpuEngineChoice& other) {
+    races_ = other.races_;
+    last_ = other.last_;
+    crema_races_ = other.crema_races_;
+    found_ = nullptr;
+    return *this;
+  }
+
+  // Runs one pass, `crema`, `dnnl` or `winograd` (none: the layer has none for these shapes), as
   // `policy` says: kCaffe crema, kDnnl dnnl, kAuto the race. `layer` names the layer in the log
   // line, `direction` is "forward" or "backward". A decision for Winograd where the layer offers
   // none (a .solverstate from another CPU) runs dnnl.
   void Run(CpuEngine policy, const std::string& layer, const char* direction,
-           const std::vector<int>& shape, const std::function<void()>& crema,
-           const std::function<void()>& dnnl, const std::function<void()>& winograd = nullptr);
+           const std::vector<int>& shape, Pass crema, Pass dnnl, Pass winograd = nullptr);
   // Whether crema's kernel enters the races not started yet (default true). Net::
   // PlanChannelBlocked turns it off for a layer whose input arrives channel-blocked: crema's
   // kernel reads plain data, so the net would convert the input first and the next layer reorder
@@ -100,12 +139,11 @@ class CpuEngineChoice {
   const char* last() const { return last_; }
   // Whether the race of this direction and input shape has started and is not decided yet, and
   // whether it is decided.
-  bool Racing(const std::string& direction, const std::vector<int>& shape) const;
-  bool Decided(const std::string& direction, const std::vector<int>& shape) const;
+  bool Racing(const char* direction, const std::vector<int>& shape) const;
+  bool Decided(const char* direction, const std::vector<int>& shape) const;
   // Whether the next Run with `policy` runs one of oneDNN's kernels (kDnnl, a race decided for
   // one, or a race's next pass).
-  bool NextRunsDnnl(CpuEngine policy, const std::string& direction,
-                    const std::vector<int>& shape) const;
+  bool NextRunsDnnl(CpuEngine policy, const char* direction, const std::vector<int>& shape) const;
   // The decided races, to keep them across processes (a .solverstate: resuming then runs the
   // kernels the interrupted run chose), and taking one back (a race not run yet).
   struct Decision {
@@ -130,9 +168,17 @@ class CpuEngineChoice {
   };
   static constexpr int kPassesPerKernel = 3;
   static constexpr double kClearMargin = 1.5;
+  // The race of (direction, shape), or null where none has started; Get starts one. The last
+  // race found is remembered (std::map's nodes stay where they are): a pass asks for the same
+  // one two or three times, and a map lookup builds its key (a copy of the shape).
+  Race* Find(const char* direction, const std::vector<int>& shape) const;
+  Race& Get(const char* direction, const std::vector<int>& shape);
   std::map<std::pair<std::string, std::vector<int>>, Race> races_;  // (direction, shape)
   const char* last_ = "";
   bool crema_races_ = true;
+  mutable Race* found_ = nullptr;  // the last race found, with its key:
+  mutable std::string found_direction_;
+  mutable std::vector<int> found_shape_;
 };
 
 // "2x3x32x32".
@@ -156,7 +202,6 @@ void ChannelBlockedToPlain(const std::vector<int>& shape, int block, float* data
 
 #ifdef CREMA_WITH_DNNL
 #include <oneapi/dnnl/dnnl.hpp>
-#include <unordered_map>
 
 #include "crema/error.hpp"
 
@@ -270,8 +315,8 @@ class DnnlDirectForward {
   dnnl::primitive primitive_;
   uint64_t key_ = 0;
   size_t scratchpad_bytes_ = 0;
-  dnnl::memory scratchpad_, src_, weights_, bias_, dst_;
-  std::unordered_map<int, dnnl::memory> args_;
+  dnnl::memory scratchpad_, src_, weights_, bias_, dst_;  // bias_ empty without a bias
+  std::vector<dnnl_exec_arg_t> args_;                     // the memories above, for the C call
 };
 
 // The primitives of a layer with weights (Fwd, BwdData, BwdWeights: e.g. convolution_forward,
