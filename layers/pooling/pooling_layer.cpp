@@ -3,6 +3,8 @@
 #include <algorithm>
 #include <cfloat>
 #include <cmath>
+#include <cstring>
+#include <type_traits>
 #include <vector>
 
 #include "core/rng.hpp"
@@ -71,8 +73,41 @@ CREMA_ISA_INLINE inline void MaxWholeWindowsRow(const MaxGeometry& g, const T* i
   }
 }
 
+// Eight whole 2x2 windows at stride 2 side by side (float): rows r0 and r1 from the first
+// window's left column, `at` its index in the plane; the maxima into out[0, 8) and their indices
+// into index[0, 8). Each window's four values are deinterleaved into lanes and compared in
+// Caffe's order (the first row left to right, then the second), the first maximum kept: the
+// window-by-window loop's results. Reads r0[0, 16) and r1[0, 16).
+CREMA_ISA_INLINE inline void MaxEight2x2(const float* r0, const float* r1, int at, int width,
+                                         float* out, int* index) {
+  typedef float F8 __attribute__((vector_size(32), aligned(4)));
+  typedef int I8 __attribute__((vector_size(32), aligned(4)));
+  F8 a0, a1, b0, b1;
+  std::memcpy(&a0, r0, sizeof(F8));
+  std::memcpy(&a1, r0 + 8, sizeof(F8));
+  std::memcpy(&b0, r1, sizeof(F8));
+  std::memcpy(&b1, r1 + 8, sizeof(F8));
+  const I8 even = {0, 2, 4, 6, 8, 10, 12, 14};
+  const I8 odd = even + 1;
+  const F8 v[4] = {__builtin_shuffle(a0, a1, even), __builtin_shuffle(a0, a1, odd),
+                   __builtin_shuffle(b0, b1, even), __builtin_shuffle(b0, b1, odd)};
+  const I8 left = even + at;  // the windows' first index: at + 2 * lane
+  const I8 where[4] = {left, left + 1, left + width, left + width + 1};
+  F8 best = F8{} - FLT_MAX;
+  I8 best_index = I8{} - 1;
+  for (int e = 0; e < 4; ++e) {
+    const I8 wins = v[e] > best;
+    best_index = wins ? where[e] : best_index;
+    best = wins ? v[e] : best;
+  }
+  std::memcpy(out, &best, sizeof(F8));
+  std::memcpy(index, &best_index, sizeof(I8));
+}
+
 // MaxPlane for rows of few windows (too short to vectorise along): window by window, the running
-// max in a register; full 2x2 windows at stride 2 with their four compares written out.
+// max in a register; full 2x2 windows at stride 2 with their four compares written out, eight at
+// a time for float with AVX2 or AVX-512 into the plain mask (LeNet's pool1 in training, 64 x 20
+// planes of 24 x 24, 1 thread: 0.69 -> 0.27-0.32 ms).
 template <typename T>
 CREMA_ISA_INLINE inline void MaxPlaneByWindow(const MaxGeometry& g, const T* in, T* out, int* mask,
                                               T* top_mask) {
@@ -93,6 +128,24 @@ CREMA_ISA_INLINE inline void MaxPlaneByWindow(const MaxGeometry& g, const T* in,
     if (fast_2x2 && hw.end - hw.start == 2) {
       const T* r0 = in + hw.start * width;
       const T* r1 = r0 + width;
+      if constexpr (std::is_same_v<T, float>) {
+        // (Eight lanes cost twelve scalar windows' time on SSE2: only with AVX2 and up, which
+        // RunForCpuIsa's copy for the level at hand then compiles them to.)
+        if (top_mask == nullptr && mask != nullptr && full_2x2_w >= 8 &&
+            CpuIsaLevel() != CpuIsa::kBaseline) {
+          int* row_mask = mask + ph * pooled_width;
+          float* row_out = out + ph * pooled_width;
+          const int at = hw.start * width;
+          for (; pw + 8 <= full_2x2_w; pw += 8)
+            MaxEight2x2(r0 + 2 * pw, r1 + 2 * pw, at + 2 * pw, width, row_out + pw, row_mask + pw);
+          // The last few again as the last eight (the same values written twice).
+          if (pw < full_2x2_w) {
+            pw = full_2x2_w - 8;
+            MaxEight2x2(r0 + 2 * pw, r1 + 2 * pw, at + 2 * pw, width, row_out + pw, row_mask + pw);
+            pw = full_2x2_w;
+          }
+        }
+      }
       for (; pw < full_2x2_w; ++pw) {
         const int i0 = hw.start * width + 2 * pw;
         const T v[4] = {r0[2 * pw], r0[2 * pw + 1], r1[2 * pw], r1[2 * pw + 1]};
