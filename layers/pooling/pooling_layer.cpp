@@ -87,11 +87,18 @@ CREMA_ISA_INLINE inline void MaxEight2x2(const float* r0, const float* r1, int a
   std::memcpy(&a1, r0 + 8, sizeof(F8));
   std::memcpy(&b0, r1, sizeof(F8));
   std::memcpy(&b1, r1 + 8, sizeof(F8));
-  const I8 even = {0, 2, 4, 6, 8, 10, 12, 14};
-  const I8 odd = even + 1;
-  const F8 v[4] = {__builtin_shuffle(a0, a1, even), __builtin_shuffle(a0, a1, odd),
-                   __builtin_shuffle(b0, b1, even), __builtin_shuffle(b0, b1, odd)};
-  const I8 left = even + at;  // the windows' first index: at + 2 * lane
+#if defined(__clang__)
+#define CREMA_EVEN_LANES(x, y) __builtin_shufflevector(x, y, 0, 2, 4, 6, 8, 10, 12, 14)
+#define CREMA_ODD_LANES(x, y) __builtin_shufflevector(x, y, 1, 3, 5, 7, 9, 11, 13, 15)
+#else
+#define CREMA_EVEN_LANES(x, y) __builtin_shuffle(x, y, I8{0, 2, 4, 6, 8, 10, 12, 14})
+#define CREMA_ODD_LANES(x, y) __builtin_shuffle(x, y, I8{1, 3, 5, 7, 9, 11, 13, 15})
+#endif
+  const F8 v[4] = {CREMA_EVEN_LANES(a0, a1), CREMA_ODD_LANES(a0, a1), CREMA_EVEN_LANES(b0, b1),
+                   CREMA_ODD_LANES(b0, b1)};
+#undef CREMA_EVEN_LANES
+#undef CREMA_ODD_LANES
+  const I8 left = I8{0, 2, 4, 6, 8, 10, 12, 14} + at;  // the windows' first index: at + 2 * lane
   const I8 where[4] = {left, left + 1, left + width, left + width + 1};
   F8 best = F8{} - FLT_MAX;
   I8 best_index = I8{} - 1;
