@@ -183,6 +183,35 @@ TEST(PoolingValues, GlobalPerChannel) {
   ExpectValues(max->top, {6, 12, 18, 24});
 }
 
+// Global AVE in float over 22 planes (groups of eight and six more) of 7 x 7, and a 3 x 3 window
+// with padding 1 on 1 x 1 planes (one window counting the padding): each output is the plane's
+// sum in raster order divided by the window's size, to the bit.
+TEST(PoolingValues, GlobalAverageFloatSumsEachPlaneInOrder) {
+  ScopedCpuEngine engine(CpuEngine::kCaffe);
+  for (const auto& [body, shape] :
+       {std::pair<std::string, std::vector<int>>{"pool: AVE global_pooling: true", {2, 11, 7, 7}},
+        {"pool: AVE kernel_size: 3 pad: 1", {1, 9, 1, 1}}}) {
+    SCOPED_TRACE(body);
+    LayerParameter param =
+        ParseLayerParam("name: 'pool' type: 'Pooling' pooling_param { " + body + " }");
+    PoolingLayer layer(param);
+    Blob bottom, top;
+    bottom.Reshape(shape);
+    float* x = bottom.mutable_cpu_data<float>();
+    for (int i = 0; i < bottom.count(); ++i) x[i] = 1.f / static_cast<float>(i % 97 + 3) - 0.1f;
+    layer.SetUp({&bottom}, {&top});
+    layer.Forward({&bottom}, {&top});
+    const int plane = shape[2] * shape[3];
+    const float size = shape[2] == 1 ? 9.f : static_cast<float>(plane);
+    ASSERT_EQ(top.count(), shape[0] * shape[1]);
+    for (int p = 0; p < shape[0] * shape[1]; ++p) {
+      float sum = 0;
+      for (int i = 0; i < plane; ++i) sum += x[p * plane + i];
+      EXPECT_EQ(top.cpu_data<float>()[p], sum / size) << "plane " << p;
+    }
+  }
+}
+
 TEST(PoolingValues, NegativeInputsMax) {
   auto p = Pool("pool: MAX kernel_size: 2 stride: 2", {1, 1, 2, 2}, {-5, -3, -4, -9});
   ExpectValues(p->top, {-3});
