@@ -75,9 +75,9 @@ CREMA_ISA_INLINE inline void MaxWholeWindowsRow(const MaxGeometry& g, const T* i
 
 // Eight whole 2x2 windows at stride 2 side by side (float): rows r0 and r1 from the first
 // window's left column, `at` its index in the plane; the maxima into out[0, 8) and their indices
-// into index[0, 8). Each window's four values are deinterleaved into lanes and compared in
-// Caffe's order (the first row left to right, then the second), the first maximum kept: the
-// window-by-window loop's results. Reads r0[0, 16) and r1[0, 16).
+// into index[0, 8) (null: not kept). Each window's four values are deinterleaved into lanes and
+// compared in Caffe's order (the first row left to right, then the second), the first maximum kept:
+// the window-by-window loop's results. Reads r0[0, 16) and r1[0, 16).
 CREMA_ISA_INLINE inline void MaxEight2x2(const float* r0, const float* r1, int at, int width,
                                          float* out, int* index) {
   typedef float F8 __attribute__((vector_size(32), aligned(4)));
@@ -108,13 +108,13 @@ CREMA_ISA_INLINE inline void MaxEight2x2(const float* r0, const float* r1, int a
     best = wins ? v[e] : best;
   }
   std::memcpy(out, &best, sizeof(F8));
-  std::memcpy(index, &best_index, sizeof(I8));
+  if (index != nullptr) std::memcpy(index, &best_index, sizeof(I8));
 }
 
 // MaxPlane for rows of few windows (too short to vectorise along): window by window, the running
 // max in a register; full 2x2 windows at stride 2 with their four compares written out, eight at
-// a time for float with AVX2 or AVX-512 into the plain mask (LeNet's pool1 in training, 64 x 20
-// planes of 24 x 24, 1 thread: 0.69 -> 0.27-0.32 ms).
+// a time for float with AVX2 or AVX-512, with the plain mask or none (LeNet's pool1 in training, 64
+// x 20 planes of 24 x 24, 1 thread: 0.69 -> 0.27-0.32 ms).
 template <typename T>
 CREMA_ISA_INLINE inline void MaxPlaneByWindow(const MaxGeometry& g, const T* in, T* out, int* mask,
                                               T* top_mask) {
@@ -138,18 +138,19 @@ CREMA_ISA_INLINE inline void MaxPlaneByWindow(const MaxGeometry& g, const T* in,
       if constexpr (std::is_same_v<T, float>) {
         // Only with AVX2 and up (RunForCpuIsa's copy for that level compiles the lanes to ymm
         // registers; on SSE2 they were about five times slower than the windows one by one).
-        if (top_mask == nullptr && mask != nullptr && full_2x2_w >= 8 &&
-            CpuIsaLevel() != CpuIsa::kBaseline) {
-          int* row_mask = mask + ph * pooled_width;
+        if (top_mask == nullptr && full_2x2_w >= 8 && CpuIsaLevel() != CpuIsa::kBaseline) {
+          int* row_mask = mask != nullptr ? mask + ph * pooled_width : nullptr;
           float* row_out = out + ph * pooled_width;
           const int at = hw.start * width;
           for (; pw + 8 <= full_2x2_w; pw += 8)
-            MaxEight2x2(r0 + 2 * pw, r1 + 2 * pw, at + 2 * pw, width, row_out + pw, row_mask + pw);
+            MaxEight2x2(r0 + 2 * pw, r1 + 2 * pw, at + 2 * pw, width, row_out + pw,
+                        row_mask != nullptr ? row_mask + pw : nullptr);
           // The rest as the row's last eight, overlapping windows done already (the same
           // values written again).
           if (pw < full_2x2_w) {
             pw = full_2x2_w - 8;
-            MaxEight2x2(r0 + 2 * pw, r1 + 2 * pw, at + 2 * pw, width, row_out + pw, row_mask + pw);
+            MaxEight2x2(r0 + 2 * pw, r1 + 2 * pw, at + 2 * pw, width, row_out + pw,
+                        row_mask != nullptr ? row_mask + pw : nullptr);
             pw = full_2x2_w;
           }
         }

@@ -468,54 +468,57 @@ TEST(PoolingValues, MaxLongRowsMatchCaffesLoop) {
   }
 }
 
-// MAX 2x2 stride 2 in float with the argmax kept inside the layer (training), on rows of 8, 9,
-// 12 and 13 pooled columns (the last a window cut by the image's edge), many ties, and windows of
-// -inf and NaN only: crema's kernel at each CPU level gives the maxima of Caffe's loop (window in
-// raster order, the first maximum kept, -FLT_MAX and no argmax where nothing beats it), and its
-// Backward sends each top's gradient to that argmax.
+// MAX 2x2 stride 2 in float with the argmax kept inside the layer (training) and without it
+// (forward only), on rows of 8, 9, 12 and 13 pooled columns (the last a window cut by the image's
+// edge), many ties, and windows of -inf and NaN only: crema's kernel at each CPU level gives the
+// maxima of Caffe's loop (window in raster order, the first maximum kept, -FLT_MAX and no argmax
+// where nothing beats it), and in training its Backward sends each top's gradient to that argmax.
 TEST(PoolingValues, Max2x2FloatMatchesCaffesLoopAtEachCpuLevel) {
   ScopedCpuEngine engine(CpuEngine::kCaffe);
-  for (CpuIsa isa : {CpuIsa::kBaseline, CpuIsa::kAvx2Fma, CpuIsa::kAvx512}) {
-    ScopedCpuIsaLimit limit(isa);
-    for (int width : {16, 18, 24, 25}) {
-      SCOPED_TRACE(std::string(CpuIsaName(isa)) + ", width " + std::to_string(width));
-      const int height = 6, planes = 3;
-      LayerParameter param = ParseLayerParam(
-          "name: 'pool' type: 'Pooling' pooling_param { pool: MAX kernel_size: 2 stride: 2 }");
-      PoolingLayer layer(param);
-      Blob bottom, top;
-      bottom.Reshape({1, planes, height, width});
-      float* x = bottom.mutable_cpu_data<float>();
-      for (int i = 0; i < bottom.count(); ++i) x[i] = static_cast<float>((i * 7919) % 5) - 2;
-      // One window of -inf and one of NaN in the first plane.
-      for (int i : {0, 1, width, width + 1}) x[i] = -INFINITY;
-      for (int i : {4, 5, width + 4, width + 5}) x[i] = NAN;
-      layer.SetUp({&bottom}, {&top});
-      layer.Forward({&bottom}, {&top});
-      const int ph_n = top.shape(2), pw_n = top.shape(3);
-      std::vector<float> want_diff(bottom.count(), 0.f);
-      for (int plane = 0; plane < planes; ++plane)
-        for (int ph = 0; ph < ph_n; ++ph)
-          for (int pw = 0; pw < pw_n; ++pw) {
-            float best = -FLT_MAX;
-            int at = -1;
-            for (int h = 2 * ph; h < std::min(2 * ph + 2, height); ++h)
-              for (int w = 2 * pw; w < std::min(2 * pw + 2, width); ++w)
-                if (x[plane * height * width + h * width + w] > best) {
-                  best = x[plane * height * width + h * width + w];
-                  at = h * width + w;
-                }
-            const int64_t o = (static_cast<int64_t>(plane) * ph_n + ph) * pw_n + pw;
-            EXPECT_EQ(top.cpu_data<float>()[o], best) << plane << " " << ph << " " << pw;
-            if (at >= 0) want_diff[plane * height * width + at] += static_cast<float>(o % 7 + 1);
-          }
-      float* dy = top.mutable_cpu_diff<float>();
-      for (int64_t o = 0; o < top.count(); ++o) dy[o] = static_cast<float>(o % 7 + 1);
-      layer.Backward({&top}, {true}, {&bottom});
-      for (int i = 0; i < bottom.count(); ++i)
-        EXPECT_EQ(bottom.cpu_diff<float>()[i], want_diff[i]) << "bottom " << i;
-    }
-  }
+  for (CpuIsa isa : {CpuIsa::kBaseline, CpuIsa::kAvx2Fma, CpuIsa::kAvx512})
+    for (bool forward_only : {false, true})
+      for (int width : {16, 18, 24, 25}) {
+        ScopedCpuIsaLimit limit(isa);
+        SCOPED_TRACE(std::string(CpuIsaName(isa)) + ", width " + std::to_string(width) +
+                     (forward_only ? ", forward only" : ", training"));
+        const int height = 6, planes = 3;
+        LayerParameter param = ParseLayerParam(
+            "name: 'pool' type: 'Pooling' pooling_param { pool: MAX kernel_size: 2 stride: 2 }");
+        PoolingLayer layer(param);
+        layer.set_forward_only(forward_only);
+        Blob bottom, top;
+        bottom.Reshape({1, planes, height, width});
+        float* x = bottom.mutable_cpu_data<float>();
+        for (int i = 0; i < bottom.count(); ++i) x[i] = static_cast<float>((i * 7919) % 5) - 2;
+        // One window of -inf and one of NaN in the first plane.
+        for (int i : {0, 1, width, width + 1}) x[i] = -INFINITY;
+        for (int i : {4, 5, width + 4, width + 5}) x[i] = NAN;
+        layer.SetUp({&bottom}, {&top});
+        layer.Forward({&bottom}, {&top});
+        const int ph_n = top.shape(2), pw_n = top.shape(3);
+        std::vector<float> want_diff(bottom.count(), 0.f);
+        for (int plane = 0; plane < planes; ++plane)
+          for (int ph = 0; ph < ph_n; ++ph)
+            for (int pw = 0; pw < pw_n; ++pw) {
+              float best = -FLT_MAX;
+              int at = -1;
+              for (int h = 2 * ph; h < std::min(2 * ph + 2, height); ++h)
+                for (int w = 2 * pw; w < std::min(2 * pw + 2, width); ++w)
+                  if (x[plane * height * width + h * width + w] > best) {
+                    best = x[plane * height * width + h * width + w];
+                    at = h * width + w;
+                  }
+              const int64_t o = (static_cast<int64_t>(plane) * ph_n + ph) * pw_n + pw;
+              EXPECT_EQ(top.cpu_data<float>()[o], best) << plane << " " << ph << " " << pw;
+              if (at >= 0) want_diff[plane * height * width + at] += static_cast<float>(o % 7 + 1);
+            }
+        if (forward_only) continue;
+        float* dy = top.mutable_cpu_diff<float>();
+        for (int64_t o = 0; o < top.count(); ++o) dy[o] = static_cast<float>(o % 7 + 1);
+        layer.Backward({&top}, {true}, {&bottom});
+        for (int i = 0; i < bottom.count(); ++i)
+          EXPECT_EQ(bottom.cpu_diff<float>()[i], want_diff[i]) << "bottom " << i;
+      }
 }
 
 // The ReLU fused into crema's MAX and AVE Backward (Layer::set_fused_relu_backward): overlapping
