@@ -5,6 +5,9 @@
 #include <google/protobuf/text_format.h>
 #include <gtest/gtest.h>
 
+#include <algorithm>
+#include <cstdlib>
+#include <fstream>
 #include <random>
 
 #include "core/cuda_context.hpp"
@@ -12,6 +15,7 @@
 #include "crema/proto_io.hpp"
 #include "math/dnnl_engine.hpp"
 #include "support/net_checks.hpp"
+#include "support/reference.hpp"
 
 namespace crema {
 namespace {
@@ -419,6 +423,48 @@ TEST(FuseReLU, ReadersInPartialBackwardRanges) {
     while (fused->layer_names()[layer] != first) ++layer;
     ExpectReadersIdentical(param, layer);
   }
+}
+
+// The automatic engine choice races a convolution with the ReLU fused into it, as the net's
+// passes run it, and keeps that decision apart from the one for the same convolution without a
+// ReLU (two identical layers on the same shape: without the distinction the second would take
+// the first's decision).
+TEST(FuseReLU, EngineRacesRunTheLayerWithItsFusedReLU) {
+  if (!DnnlBuilt()) GTEST_SKIP() << "built without oneDNN: no engine to choose";
+  const std::string cache = testing::TempDir() + "/cpu_engines.tsv";
+  setenv("CREMA_CPU_ENGINE_CACHE", cache.c_str(), 1);
+  const NetParameter param = Parse(R"(
+    layer { name: "data" type: "Input" top: "data"
+            input_param { shape { dim: 2 dim: 3 dim: 12 dim: 12 } } }
+    layer { name: "plain" type: "Convolution" bottom: "data" top: "p"
+            convolution_param { num_output: 8 kernel_size: 3 pad: 1 } }
+    layer { name: "with_relu" type: "Convolution" bottom: "data" top: "f"
+            convolution_param { num_output: 8 kernel_size: 3 pad: 1 } }
+    layer { name: "relu" type: "ReLU" bottom: "f" top: "f" }
+  )");
+  ScopedCpuEngine autochoice(CpuEngine::kAuto);
+  auto net = Build(param, TEST, true);
+  ASSERT_EQ(Fused(*net), std::vector<std::string>{"relu>with_relu"});
+  RandomWeights(net.get(), 3);
+  FillRandom(net->input_blobs()[0], 4);
+  net->PrepareCpuEngines();
+  setenv("CREMA_CPU_ENGINE_CACHE", "off", 1);
+  std::ifstream in(cache);
+  int forward = 0, relu = 0;
+  for (std::string line; std::getline(in, line);) {
+    if (line.rfind("Convolution ", 0) != 0 || line.find(" forward ") == std::string::npos) continue;
+    ++forward;
+    relu += line.find(" relu forward ") != std::string::npos;
+  }
+  EXPECT_EQ(forward, 2);
+  EXPECT_EQ(relu, 1);
+  // The layer left as the net's passes set it: the plain convolution's output keeps its
+  // negative values, the fused one's has none.
+  net->Forward();
+  const Blob& p = *net->blob_by_name("p");
+  const Blob& f = *net->blob_by_name("f");
+  EXPECT_LT(*std::min_element(p.cpu_data<float>(), p.cpu_data<float>() + p.count()), 0.f);
+  EXPECT_GE(*std::min_element(f.cpu_data<float>(), f.cpu_data<float>() + f.count()), 0.f);
 }
 
 }  // namespace
