@@ -156,11 +156,12 @@ void Net::PrepareCpuEngines() {
   // output cached as they never are in the net (oneDNN's Winograd convolution on SqueezeNet
   // v1.1's fire2/expand3x3 at batch 8, one thread: 2.1-2.5 ms in such races against 2.4-2.7 for
   // its direct kernel, then 3.4 ms in the net's passes, where the direct one took 2.4). So before
-  // each race pass a buffer as large as the net's blobs and weights (at most kMaxRaceCacheBytes)
-  // gets a write to each of its cache lines.
+  // each race pass a buffer as large as the net's blobs (what its layers write: data, and diffs
+  // in training; at most kMaxRaceCacheBytes) gets a write to each of its cache lines. (The
+  // buffer adds to the memory while the races run, not to the peak of the passes after: a race
+  // starts before a net's blobs take their memory, and no race runs in the solver's later calls.)
   size_t net_bytes = 0;
   for (const BlobPtr& blob : blobs_) net_bytes += blob->count() * SizeOf(blob->dtype());
-  for (const BlobPtr& param : params_) net_bytes += param->count() * SizeOf(param->dtype());
   if (phase_ == TRAIN) net_bytes *= 2;  // the diffs too
   std::vector<char> lines;              // allocated when a race runs
   const auto write_through_caches = [&] {
@@ -233,7 +234,9 @@ void Net::PrepareCpuEngines() {
         diffs.back()->CopyFrom(*param, true);
       }
     for (int pass = 0; pass < CpuEngineChoice::kMaxRacePasses; ++pass) {
-      write_through_caches();
+      // (Not before the first pass, untimed in every race: a layer with nothing left to race,
+      // such as MAX pooling's Backward, which follows its Forward's engine, runs that one only.)
+      if (pass > 0) write_through_caches();
       set_layouts();
       layer->Forward(bottom, top);
       if (backward) {
