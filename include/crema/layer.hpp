@@ -90,6 +90,10 @@ class Layer {
   // bottom[0]'s shape; null for the others. The net decides it before training
   // (Net::PrepareCpuEngines) and a .solverstate keeps it.
   virtual CpuEngineChoice* cpu_engine_choice() { return nullptr; }
+  // Whether that choice races Backward's engines too; false where Backward runs the engine its
+  // Forward ran (MAX pooling: the engine that recorded the argmax), so that the net's races
+  // (Net::PrepareCpuEngines) run Forward only once its choice is made.
+  virtual bool CpuEngineRacesBackward() const { return true; }
   // Floating-point operations of one Forward with the current shapes (a multiply-add counts 2),
   // for the layers that do the arithmetic of a net (Convolution, Deconvolution, InnerProduct:
   // crema time's GFLOP/s); 0 for the others. Their Backward does twice as many (the input and

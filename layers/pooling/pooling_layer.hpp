@@ -42,6 +42,7 @@ class PoolingLayer final : public Layer {
   // The CPU engine of the last CPU pass: "crema", "oneDNN", or "" before the first.
   const char* cpu_engine() const { return cpu_engine_choice_.last(); }
   CpuEngineChoice* cpu_engine_choice() override { return &cpu_engine_choice_; }
+  bool CpuEngineRacesBackward() const override { return pool_ != PoolingParameter::MAX; }
   ChannelBlocking channel_blocking() const override { return ChannelBlocking::kEngine; }
   bool ReadsChannelBlocked(const BlobVec& bottom, const BlobVec& top) override;
   // MAX and AVE under crema's kernels (not oneDNN's).

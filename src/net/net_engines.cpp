@@ -175,7 +175,8 @@ void Net::PrepareCpuEngines() {
     CpuEngineChoice* choice = layer->cpu_engine_choice();
     if (choice == nullptr) continue;
     const std::vector<int> shape = bottom_vecs_[i][0]->shape();
-    const bool backward = !layer->forward_only() && layer_need_backward_[i];
+    const bool backward =
+        !layer->forward_only() && layer_need_backward_[i] && layer->CpuEngineRacesBackward();
     // The race runs the layer as the net's passes do, with the ReLU they fuse into it
     // (ForwardFromTo; oneDNN's kernels then run another primitive, with the ReLU as a post-op),
     // and keeps its decisions apart from those of the same layer without one.
@@ -234,8 +235,8 @@ void Net::PrepareCpuEngines() {
         diffs.back()->CopyFrom(*param, true);
       }
     for (int pass = 0; pass < CpuEngineChoice::kMaxRacePasses; ++pass) {
-      // (Not before the first pass, untimed in every race: a layer with nothing left to race,
-      // such as MAX pooling's Backward, which follows its Forward's engine, runs that one only.)
+      // (Not before the first pass, untimed in every race: a race of one kernel, oneDNN's
+      // alone where the layer's input arrives channel-blocked, ends there.)
       if (pass > 0) write_through_caches();
       set_layouts();
       layer->Forward(bottom, top);

@@ -173,6 +173,24 @@ TEST_F(CpuEngineResume, ResumedRunEqualsTheUninterruptedOneBitForBit) {
   EXPECT_GE(lines, 9) << "conv1, conv2, ip1, ip2 both ways, pool1 and pool2 forward";
 }
 
+// With every choice in the cache, preparing runs no layer: not even MAX pooling, whose Backward
+// runs the engine its Forward ran (no race of its own to wait for): its scratch blobs would add
+// to the memory in use when a solver prepares again before its first iteration.
+TEST_F(CpuEngineResume, NetWithEveryChoiceCachedRunsNoLayerToPrepare) {
+  if (!DnnlBuilt()) GTEST_SKIP() << "built without oneDNN: no engine to choose";
+  const fs::path cache = dir_ / "cpu_engines.tsv";
+  setenv("CREMA_CPU_ENGINE_CACHE", cache.string().c_str(), 1);
+  MakeSolver()->Step(1);
+  ASSERT_TRUE(fs::exists(cache));
+  auto again = MakeSolver();
+  again->net()->PrepareCpuEngines();
+  for (const char* name : {"conv1", "pool1", "conv2", "pool2", "ip1", "ip2"}) {
+    const CpuEngineChoice* choice = again->net()->layer_by_name(name)->cpu_engine_choice();
+    ASSERT_NE(choice, nullptr) << name;
+    EXPECT_STREQ(choice->last(), "") << name << " ran";
+  }
+}
+
 // Deciding leaves the net as it was: a net whose engines were prepared computes what a net that
 // never raced computes, under the engines chosen.
 TEST_F(CpuEngineResume, PreparingLeavesTheNetAsItWas) {
