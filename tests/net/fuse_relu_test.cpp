@@ -431,8 +431,6 @@ TEST(FuseReLU, ReadersInPartialBackwardRanges) {
 // the first's decision).
 TEST(FuseReLU, EngineRacesRunTheLayerWithItsFusedReLU) {
   if (!DnnlBuilt()) GTEST_SKIP() << "built without oneDNN: no engine to choose";
-  const std::string cache = testing::TempDir() + "/cpu_engines.tsv";
-  setenv("CREMA_CPU_ENGINE_CACHE", cache.c_str(), 1);
   const NetParameter param = Parse(R"(
     layer { name: "data" type: "Input" top: "data"
             input_param { shape { dim: 2 dim: 3 dim: 12 dim: 12 } } }
@@ -447,6 +445,8 @@ TEST(FuseReLU, EngineRacesRunTheLayerWithItsFusedReLU) {
   ASSERT_EQ(Fused(*net), std::vector<std::string>{"relu>with_relu"});
   RandomWeights(net.get(), 3);
   FillRandom(net->input_blobs()[0], 4);
+  const std::string cache = testing::TempDir() + "/cpu_engines.tsv";
+  setenv("CREMA_CPU_ENGINE_CACHE", cache.c_str(), 1);
   net->PrepareCpuEngines();
   setenv("CREMA_CPU_ENGINE_CACHE", "off", 1);
   std::ifstream in(cache);
