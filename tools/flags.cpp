@@ -87,7 +87,8 @@ DEFINE_string(
     cpu_engine, "",
     "CPU Convolution, Pooling, InnerProduct: auto (per layer and shape, oneDNN or "
     "crema's kernels, and for 3x3 stride-1 convolutions on AVX-512 oneDNN's Winograd "
-    "convolution too, whichever the first passes time fastest; oneDNN's only where an "
+    "convolution too, whichever times fastest in passes run as the net runs the layer: its "
+    "fused ReLU, the caches filled as the other layers leave them; oneDNN's only where an "
     "inference net keeps the data channel-blocked between layers; train and time decide "
     "before the first iteration and keep the choice in the .solverstate and in "
     "~/.cache/crema/cpu_engines.tsv, CREMA_CPU_ENGINE_CACHE=FILE|off), caffe (crema's kernels "
