@@ -180,6 +180,9 @@ INSTANTIATE_TEST_SUITE_P(
         ConvCase{"one_by_one", "num_output: 5 kernel_size: 1", {2, 3, 4, 5}},
         ConvCase{"one_by_one_group", "num_output: 4 kernel_size: 1 group: 2", {2, 4, 3, 3}},
         ConvCase{"one_by_one_stride", "num_output: 8 kernel_size: 1 stride: 2", {2, 16, 7, 7}},
+        // One-element planes: the input's blocked layout is its plain bytes (no reorder), the
+        // output's 24 channels pad a block of 16 (a reorder) but not of 8.
+        ConvCase{"one_pixel_planes", "num_output: 24 kernel_size: 1", {2, 32, 1, 1}},
         ConvCase{"depthwise", "num_output: 4 kernel_size: 3 group: 4", {2, 4, 6, 5}},
         ConvCase{
             "depthwise_multiplier", "num_output: 6 kernel_size: 3 group: 3 pad: 1", {2, 3, 5, 6}},

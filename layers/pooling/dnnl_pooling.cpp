@@ -130,12 +130,9 @@ void DnnlPooling::Forward(const float* x, float* y, Workspace* ws, int block, bo
       impl.blocked = dnnl::pooling_forward(impl.blocked_pd);
       impl.block = block;
     }
-    // Planes of one pixel in whole channel blocks are laid out alike blocked and plain (global
-    // pooling's output): written in place, without a reorder.
-    const bool same_bytes = g.output[2] * g.output[3] == 1 && g.output[1] % block == 0;
     DnnlExecute(impl.blocked, impl.blocked_pd.scratchpad_desc(),
                 {{DNNL_ARG_SRC, src, src, const_cast<float*>(x)},
-                 {DNNL_ARG_DST, blocked_y || same_bytes ? dst : impl.dst, dst, y, true}},
+                 {DNNL_ARG_DST, blocked_y ? dst : impl.dst, dst, y, true}},
                 ws);
     return;
   }

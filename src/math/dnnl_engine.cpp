@@ -308,6 +308,19 @@ void ChannelBlockedToPlain(const std::vector<int>& shape, int block, float* data
   for (int64_t i = 0; i < n; ++i) data[i] = scratch[i];
 }
 
+bool DnnlSameBytes(const memory::desc& a, const memory::desc& b) {
+  if (a == b) return true;
+  const memory::dims dims = a.dims();
+  if (dims != b.dims() || dims.size() != 4 || dims[2] * dims[3] != 1) return false;
+  const memory::desc plain = DnnlPlain(dims);
+  for (const int block : {8, 16}) {
+    if (dims[1] % block != 0) continue;
+    const memory::desc blocked = DnnlChannelBlocked(dims, block);
+    if ((a == plain && b == blocked) || (a == blocked && b == plain)) return true;
+  }
+  return false;
+}
+
 void DnnlExecute(const dnnl::primitive& primitive, const memory::desc& scratchpad,
                  const std::vector<DnnlOperand>& operands, Workspace* ws) {
   DnnlScratch scratch;
@@ -315,7 +328,7 @@ void DnnlExecute(const dnnl::primitive& primitive, const memory::desc& scratchpa
   std::vector<int> pieces(operands.size(), -1), plain_pieces(operands.size(), -1);
   for (size_t i = 0; i < operands.size(); ++i) {
     const DnnlOperand& op = operands[i];
-    if (op.want != op.user) pieces[i] = scratch.Add(op.want.get_size());
+    if (!DnnlSameBytes(op.want, op.user)) pieces[i] = scratch.Add(op.want.get_size());
     // Accumulated outputs, and outputs the caller does not want, land in plain scratch first.
     if (op.accumulate || op.data == nullptr) plain_pieces[i] = scratch.Add(op.user.get_size());
   }
@@ -329,7 +342,9 @@ void DnnlExecute(const dnnl::primitive& primitive, const memory::desc& scratchpa
     const DnnlOperand& op = operands[i];
     users[i] =
         memory(op.user, engine, plain_pieces[i] >= 0 ? scratch.At(plain_pieces[i]) : op.data);
-    wanted[i] = pieces[i] < 0 ? users[i] : memory(op.want, engine, scratch.At(pieces[i]));
+    wanted[i] = pieces[i] >= 0       ? memory(op.want, engine, scratch.At(pieces[i]))
+                : op.want == op.user ? users[i]
+                                     : memory(op.want, engine, users[i].get_data_handle());
     if ((!op.output || op.read_too) && pieces[i] >= 0)
       dnnl::reorder(users[i], wanted[i]).execute(stream, users[i], wanted[i]);
     args.emplace(op.arg, wanted[i]);
@@ -391,7 +406,7 @@ void DnnlDirectForward::Prepare(const dnnl::primitive& primitive, uint64_t key,
   primitive_ = dnnl::primitive();
   args_.clear();
   for (const DnnlOperand& op : operands)
-    if (op.want != op.user || op.accumulate || op.data == nullptr) return;
+    if (!DnnlSameBytes(op.want, op.user) || op.accumulate || op.data == nullptr) return;
   CREMA_ASSERT(operands.size() >= 3 && operands[0].arg == DNNL_ARG_SRC &&
                    operands[1].arg == DNNL_ARG_WEIGHTS && operands[2].arg == DNNL_ARG_DST &&
                    (operands.size() == 3 || operands[3].arg == DNNL_ARG_BIAS),

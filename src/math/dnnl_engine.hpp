@@ -222,11 +222,16 @@ dnnl::memory::desc DnnlAny(const dnnl::memory::dims& dims);
 // A 4-D tensor channel-blocked by `block` (nChw8c, nChw16c); 0 gives DnnlPlain.
 dnnl::memory::desc DnnlChannelBlocked(const dnnl::memory::dims& dims, int block);
 
+// Whether two descriptors of the same tensor place every element at the same byte: equal ones,
+// and plain against channel-blocked (DnnlChannelBlocked) where every plane is one element and the
+// channels are whole blocks (a global pooling's output, an inner product's input).
+bool DnnlSameBytes(const dnnl::memory::desc& a, const dnnl::memory::desc& b);
+
 // One tensor argument of a primitive: the caller's plain memory and the layout the primitive
-// chose; when they differ, the tensor goes through a reorder in scratch memory. An output with
-// `accumulate` is added (+=) to the caller's memory instead of overwriting it; an output with
-// null `data` is computed and dropped; an output with `read_too` is also read by the primitive
-// (a sum post-op), so its value is reordered in first as well.
+// chose; when they differ (DnnlSameBytes), the tensor goes through a reorder in scratch memory. An
+// output with `accumulate` is added (+=) to the caller's memory instead of overwriting it; an
+// output with null `data` is computed and dropped; an output with `read_too` is also read by the
+// primitive (a sum post-op), so its value is reordered in first as well.
 struct DnnlOperand {
   int arg;
   dnnl::memory::desc user, want;
