@@ -158,8 +158,9 @@ void Net::PrepareCpuEngines() {
   // its direct kernel, then 3.4 ms in the net's passes, where the direct one took 2.4). So before
   // each race pass a buffer as large as the net's blobs (what its layers write: data, and diffs
   // in training; at most kMaxRaceCacheBytes) gets a write to each of its cache lines. (The
-  // buffer adds to the memory while the races run, not to the peak of the passes after: a race
-  // starts before a net's blobs take their memory, and no race runs in the solver's later calls.)
+  // buffer is memory while the races run, in a run whose choices are not cached yet: a training
+  // net's peak comes later and is larger, an inference net's peak RSS grew by 35-55 MiB with it,
+  // SqueezeNet, MobileNet and GoogLeNet in cpu_bench.sh.)
   size_t net_bytes = 0;
   for (const BlobPtr& blob : blobs_) net_bytes += blob->count() * SizeOf(blob->dtype());
   if (phase_ == TRAIN) net_bytes *= 2;  // the diffs too
