@@ -48,12 +48,12 @@ DEFINE_bool(fuse_sum, true,
             "(one pass over memory less; every value the same). --fuse-sum=false runs it as a "
             "layer of its own.");
 DEFINE_bool(channel_blocked, true,
-            "Inference on the CPU with oneDNN (test, time --phase TEST, forward, classify, "
-            "detect): activations between oneDNN layers (convolutions, pooling) and the "
-            "elementwise or channel-concatenating layers between them stay in oneDNN's "
-            "channel-blocked layout instead of being reordered in and out at every layer "
-            "(inputs, outputs and kept blobs stay plain). --channel-blocked=false reorders at "
-            "every layer.");
+            "On the CPU with oneDNN, under a memory plan (train, test, time, forward, classify, "
+            "detect): activations between oneDNN layers (convolutions, pooling) "
+            "and the elementwise or channel-concatenating layers between them stay in oneDNN's "
+            "channel-blocked layout instead of being reordered in and out at every layer, and "
+            "in training their gradients too (inputs, outputs and kept blobs stay plain; the "
+            "results are the same). --channel-blocked=false reorders at every layer.");
 
 namespace crema::cli {
 

@@ -227,9 +227,11 @@ class Blob {
   // The data buffer's SyncedMemory::generation() (0 without one).
   uint64_t data_generation() const { return data_ ? data_->generation() : 0; }
   const std::shared_ptr<SyncedMemory>& diff() const { return diff_; }
-  // The data's SyncedMemory::channel_block() (0: plain), and whether the net lets the layer that
-  // writes this blob write it channel-blocked (src/net/net_layout.cpp).
+  // The data's and the diff's SyncedMemory::channel_block() (0: plain), and whether the net lets
+  // the layers that write this blob's data and diff write them channel-blocked
+  // (src/net/net_layout.cpp).
   int cpu_channel_block() const { return data_ ? data_->channel_block() : 0; }
+  int cpu_diff_channel_block() const { return diff_ ? diff_->channel_block() : 0; }
   bool channel_block_allowed() const { return channel_block_allowed_; }
   void set_channel_block_allowed(bool allowed) { channel_block_allowed_ = allowed; }
 

@@ -172,18 +172,30 @@ class Layer {
     return param < static_cast<int>(fused_sgd_step_taken_.size()) && fused_sgd_step_taken_[param];
   }
 
-  // Channel-blocked CPU data between the layers of an inference net (Blob::cpu_channel_block,
-  // src/net/net_layout.cpp): how this layer takes it.
+  // Channel-blocked CPU data and gradients between the layers of a net (Blob::cpu_channel_block,
+  // Blob::cpu_diff_channel_block, src/net/net_layout.cpp): how this layer takes them.
   enum class ChannelBlocking {
-    kNone,         // plain bottoms only: the net puts blocked ones back to plain first
-    kPassThrough,  // elementwise, or copies whole per-image channel slabs: gives the same on
-                   // blocked bottoms (all alike), and its tops are then blocked alike
+    kNone,         // plain bottoms (and top gradients) only: the net puts blocked ones back to
+                   // plain first
+    kPassThrough,  // elementwise, or copies whole per-image channel slabs, forward and backward:
+                   // gives the same on blocked blobs (all alike), and what it writes is then
+                   // blocked alike
     kEngine,       // reads blocked bottoms when ReadsChannelBlocked() is true, and writes a top
-                   // blocked where Blob::channel_block_allowed() (oneDNN's layers)
+                   // blocked where Blob::channel_block_allowed() (oneDNN's layers); backward
+                   // likewise with BackwardReadsChannelBlocked(), its bottoms' gradients
   };
   virtual ChannelBlocking channel_blocking() const { return ChannelBlocking::kNone; }
   // kEngine: whether the next Forward on these blobs reads channel-blocked bottoms.
   virtual bool ReadsChannelBlocked(const BlobVec& bottom, const BlobVec& top) { return false; }
+  // kEngine: whether it writes blocked tops only from blocked bottoms (Pooling: a chain of
+  // blocked layouts starts at a convolution, whose kernels the engine race weighs).
+  virtual bool ChannelBlockedOnlyFromBlocked() const { return false; }
+  // kEngine: whether the next Backward on these blobs reads channel-blocked top gradients and
+  // bottoms (each as its tag says), and writes the bottoms' gradients blocked where allowed,
+  // tagging them.
+  virtual bool BackwardReadsChannelBlocked(const BlobVec& top, const BlobVec& bottom) {
+    return false;
+  }
 
   void set_device(const Device& device) { device_ = device; }
   const Device& device() const { return device_; }

@@ -357,10 +357,15 @@ class Net {
   int InPlaceReLUBlob(int layer_id) const;
   // Which planned blobs may be channel-blocked (net_layout.cpp; after the memory plan, with
   // the current shapes), and before layer i's Forward: blocked bottoms it cannot read put back
-  // to plain; after it, the layout of the tops it wrote.
+  // to plain; after it, the layout of the tops it wrote; for a layer whose Forward another ran
+  // (a fused Scale), its tops plain. Likewise around its Backward: blocked gradients and values
+  // it cannot read put back to plain, then the layout of the bottom gradients it wrote.
   void PlanChannelBlocked();
   void ChannelBlockedBefore(int layer_id, Layer* layer);
   void ChannelBlockedAfter(int layer_id);
+  void ChannelBlockedSkipped(int layer_id);
+  void ChannelBlockedBackwardBefore(int layer_id, Layer* layer);
+  void ChannelBlockedBackwardAfter(int layer_id);
   // Finds the Eltwise SUMs to fuse into convolutions (after the memory plan and PlanFuseReLU),
   // and around the Forward of such a convolution: asks it to (or not), and records whether it
   // did (net_fuse.cpp).
@@ -474,9 +479,12 @@ class Net {
   // per Convolution: the Eltwise it computes, else -1.
   std::vector<int> sum_fused_into_, fused_sum_of_;
   std::vector<char> sum_ran_fused_;
-  // Whether any blob may be channel-blocked now.
+  // Whether any blob may be channel-blocked now, and per blob whether its value arrives blocked
+  // at its readers (a oneDNN layer writes it, or a pass-through layer from such values).
   bool channel_blocked_active_ = false;
-  // The channel block a pass-through layer's tops get from the Forward running (0: plain).
+  std::vector<char> channel_block_arrives_;
+  // The channel block a pass-through layer's tops (bottom gradients) get from the Forward
+  // (Backward) running (0: plain).
   int channel_block_written_ = 0;
   // Per BatchNorm layer: the Scale of its group, else -1.
   std::vector<int> group_scale_of_;

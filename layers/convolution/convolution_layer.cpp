@@ -129,6 +129,12 @@ bool ConvolutionLayer::ReadsChannelBlocked(const BlobVec& bottom, const BlobVec&
   return bottom.size() == 1 && NextForwardRunsDnnl(bottom, top);
 }
 
+bool ConvolutionLayer::BackwardReadsChannelBlocked(const BlobVec& top, const BlobVec& bottom) {
+  return bottom.size() == 1 && top[0]->num_axes() == bottom[0]->num_axes() &&
+         cpu_engine_choice_.NextRunsDnnl(DnnlPolicy(*bottom[0], *top[0]), "backward",
+                                         bottom[0]->shape());
+}
+
 void ConvolutionLayer::ForwardDnnl(const BlobVec& bottom, const BlobVec& top, bool winograd) {
   const float* weight = blobs_[0]->cpu_data<float>();
   const float* bias = bias_term_ ? blobs_[1]->cpu_data<float>() : nullptr;
@@ -169,16 +175,24 @@ void ConvolutionLayer::BackwardDnnl(const BlobVec& top, const std::vector<bool>&
   const bool weight_down = param_propagate_down(0);
   const bool bias_down = bias_term_ && param_propagate_down(1);
   for (size_t i = 0; i < top.size(); ++i) {
+    // x and dy as the net holds them (blocked where BackwardReadsChannelBlocked let them
+    // through); dx in x's layout (blocked where the forward chain was).
+    DnnlConvolution::BackwardIo io;
+    io.winograd = winograd;
+    io.src_block = bottom[i]->cpu_channel_block();
+    io.dst_block = top[i]->cpu_diff_channel_block();
     if (weight_down || bias_down) {
       bool dw_zero = false, db_zero = false;
       float* dw = weight_down ? blobs_[0]->mutable_cpu_diff_to_add<float>(&dw_zero) : nullptr;
       float* db = bias_down ? blobs_[1]->mutable_cpu_diff_to_add<float>(&db_zero) : nullptr;
       dnnl_->BackwardWeights(bottom[i]->cpu_data<float>(), top[i]->cpu_diff<float>(), dw, db,
-                             &workspace(), winograd, dw_zero, db_zero);
+                             &workspace(), io, dw_zero, db_zero);
     }
-    if (propagate_down[i])
+    if (propagate_down[i]) {
       dnnl_->BackwardData(top[i]->cpu_diff<float>(), blobs_[0]->cpu_data<float>(),
-                          bottom[i]->mutable_cpu_diff<float>(), &workspace(), winograd);
+                          bottom[i]->mutable_cpu_diff<float>(), &workspace(), io);
+      bottom[i]->diff()->set_channel_block(io.src_block);
+    }
   }
 }
 // ---- end oneDNN CPU engine ----
@@ -201,6 +215,8 @@ void ConvolutionLayer::ForwardCpu(const BlobVec& bottom, const BlobVec& top) {
 void ConvolutionLayer::BackwardCpu(const BlobVec& top, const std::vector<bool>& propagate_down,
                                    const BlobVec& bottom) {
   const auto crema = [&] {
+    CREMA_ASSERT(bottom[0]->cpu_channel_block() == 0 && top[0]->cpu_diff_channel_block() == 0,
+                 "channel-blocked input or gradient for crema's kernels");
     CREMA_DISPATCH_FLOAT(dtype(), T, BackwardT<T>(top, propagate_down, bottom));
   };
   const CpuEngine policy = DnnlPolicy(*bottom[0], *top[0]);  // (prepares dnnl_)

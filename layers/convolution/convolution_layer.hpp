@@ -25,6 +25,7 @@ class ConvolutionLayer : public BaseConvolutionLayer {
   bool SupportsFusedReLU() const override { return true; }
   ChannelBlocking channel_blocking() const override { return ChannelBlocking::kEngine; }
   bool ReadsChannelBlocked(const BlobVec& bottom, const BlobVec& top) override;
+  bool BackwardReadsChannelBlocked(const BlobVec& top, const BlobVec& bottom) override;
   // Whether the next Forward on these blobs runs oneDNN (the policy, or a decided race).
   bool NextForwardRunsDnnl(const BlobVec& bottom, const BlobVec& top);
   // Eltwise SUM fusion (src/net/README.md): with a `target`, the next Forward, which must run

@@ -249,23 +249,25 @@ void DnnlConvolution::Forward(const float* x, const float* w, const float* bias,
 }
 
 void DnnlConvolution::BackwardData(const float* dy, const float* w, float* dx, Workspace* ws,
-                                   bool winograd) {
-  if (!winograd || !HasWinograd()) return impl_->BackwardData(dy, w, dx, ws);
+                                   const BackwardIo& io) {
+  if (!io.winograd || !HasWinograd())
+    return impl_->BackwardData(dy, w, dx, ws, io.src_block, io.dst_block);
   for (size_t g = 0; g < winograd_.size(); ++g)
     winograd_[g]->BackwardData(dy + g * group_step_.output, w + g * group_step_.weights,
-                               dx + g * group_step_.input, ws);
+                               dx + g * group_step_.input, ws, io.src_block, io.dst_block);
 }
 
 void DnnlConvolution::BackwardWeights(const float* x, const float* dy, float* dw, float* db,
-                                      Workspace* ws, bool winograd, bool overwrite_dw,
+                                      Workspace* ws, const BackwardIo& io, bool overwrite_dw,
                                       bool overwrite_db) {
-  if (!winograd || !HasWinograd())
-    return impl_->BackwardWeights(x, dy, dw, db, ws, overwrite_dw, overwrite_db);
+  if (!io.winograd || !HasWinograd())
+    return impl_->BackwardWeights(x, dy, dw, db, ws, overwrite_dw, overwrite_db, io.src_block,
+                                  io.dst_block);
   for (size_t g = 0; g < winograd_.size(); ++g)
     winograd_[g]->BackwardWeights(x + g * group_step_.input, dy + g * group_step_.output,
                                   dw != nullptr ? dw + g * group_step_.weights : nullptr,
                                   db != nullptr ? db + g * group_step_.bias : nullptr, ws,
-                                  overwrite_dw, overwrite_db);
+                                  overwrite_dw, overwrite_db, io.src_block, io.dst_block);
 }
 
 #else  // without oneDNN in the build: every geometry stays on crema's kernels
@@ -278,11 +280,12 @@ void DnnlConvolution::Forward(const float*, const float*, const float*, float*, 
                               const Io&) {
   CREMA_ASSERT(false, "oneDNN is not in this build");
 }
-void DnnlConvolution::BackwardData(const float*, const float*, float*, Workspace*, bool) {
+void DnnlConvolution::BackwardData(const float*, const float*, float*, Workspace*,
+                                   const BackwardIo&) {
   CREMA_ASSERT(false, "oneDNN is not in this build");
 }
-void DnnlConvolution::BackwardWeights(const float*, const float*, float*, float*, Workspace*, bool,
-                                      bool, bool) {
+void DnnlConvolution::BackwardWeights(const float*, const float*, float*, float*, Workspace*,
+                                      const BackwardIo&, bool, bool) {
   CREMA_ASSERT(false, "oneDNN is not in this build");
 }
 

@@ -74,13 +74,19 @@ class DnnlConvolution {
   // y = conv(x, w) (+ bias per output channel when the geometry has one).
   void Forward(const float* x, const float* w, const float* bias, float* y, Workspace* ws,
                const Io& io);
-  // dx = conv^T(dy, w) (overwrites); `winograd`: through the Winograd primitive (HasWinograd).
+  // How a backward pass reads and writes: `winograd`: through the Winograd primitive
+  // (HasWinograd); `src_block` / `dst_block` > 0: x or dx / dy are channel-blocked by that.
+  struct BackwardIo {
+    bool winograd = false;
+    int src_block = 0, dst_block = 0;
+  };
+  // dx = conv^T(dy, w) (overwrites).
   void BackwardData(const float* dy, const float* w, float* dx, Workspace* ws,
-                    bool winograd = false);
+                    const BackwardIo& io);
   // dw += dW(x, dy); db += sum of dy per channel (null outputs are skipped); `overwrite_dw`/
   // `overwrite_db`: written instead (the buffer is zeroed lazily: Blob::mutable_cpu_diff_to_add).
   void BackwardWeights(const float* x, const float* dy, float* dw, float* db, Workspace* ws,
-                       bool winograd = false, bool overwrite_dw = false, bool overwrite_db = false);
+                       const BackwardIo& io, bool overwrite_dw = false, bool overwrite_db = false);
 
  private:
   struct Impl;

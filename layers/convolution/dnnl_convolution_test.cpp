@@ -300,14 +300,16 @@ TEST(DnnlConvolutionWinograd, MatchesTheDirectConvolution) {
       std::vector<float> dw_zeroed[2], db_zeroed[2];
       for (int winograd = 0; winograd < 2; ++winograd) {
         dx[winograd].assign(x.size(), 0.f);
-        conv.BackwardData(dy.data(), w.data(), dx[winograd].data(), &ws, winograd == 1);
+        DnnlConvolution::BackwardIo io;
+        io.winograd = winograd == 1;
+        conv.BackwardData(dy.data(), w.data(), dx[winograd].data(), &ws, io);
         conv.BackwardWeights(x.data(), dy.data(), dw[winograd].data(), db[winograd].data(), &ws,
-                             winograd == 1);
+                             io);
         // Overwritten: what accumulating into zeros gives (the NaNs are never read).
         dw_zeroed[winograd].assign(w.size(), nan);
         db_zeroed[winograd].assign(bias.size(), nan);
         conv.BackwardWeights(x.data(), dy.data(), dw_zeroed[winograd].data(),
-                             db_zeroed[winograd].data(), &ws, winograd == 1, true, true);
+                             db_zeroed[winograd].data(), &ws, io, true, true);
         for (size_t i = 0; i < w.size(); ++i) dw_zeroed[winograd][i] += w[i];
         for (size_t i = 0; i < bias.size(); ++i) db_zeroed[winograd][i] += bias[i];
       }

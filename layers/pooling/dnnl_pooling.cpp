@@ -38,10 +38,14 @@ struct DnnlPooling::Impl {
   dnnl::pooling_backward::primitive_desc bwd_pd;
   dnnl::pooling_backward bwd;
   std::vector<float> workspace;  // MAX's argmax, from Forward to Backward
-  // Forward on channel-blocked tensors (forward-only), made at the first call for `block`.
+  // The passes on channel-blocked tensors, made at the first call for `block` (Backward: in
+  // training only).
   int block = 0;
   dnnl::pooling_forward::primitive_desc blocked_pd;
   dnnl::pooling_forward blocked;
+  dnnl::pooling_backward::primitive_desc blocked_bwd_pd;
+  dnnl::pooling_backward blocked_bwd;
+  bool ran_blocked = false;  // the last Forward's layout, which Backward takes
   dnnl::algorithm algorithm{};
   memory::dims pad_r;
 
@@ -116,24 +120,39 @@ bool DnnlPooling::Prepare(const DnnlPoolGeometry& geometry) {
 void DnnlPooling::Forward(const float* x, float* y, Workspace* ws, int block, bool blocked_y) {
   Impl& impl = *impl_;
   CREMA_ASSERT(impl.supported, "DnnlPooling::Forward before a successful Prepare");
+  const DnnlPoolGeometry& g = impl.geometry;
+  impl.ran_blocked = block > 0;
   if (block > 0) {
-    const DnnlPoolGeometry& g = impl.geometry;
-    CREMA_ASSERT(!g.training, "channel-blocked pooling in a net that trains");
     const memory::desc src = DnnlChannelBlocked(impl.src.dims(), block),
                        dst = DnnlChannelBlocked(impl.dst.dims(), block);
     if (impl.block != block) {
+      const dnnl::prop_kind kind =
+          g.training ? dnnl::prop_kind::forward_training : dnnl::prop_kind::forward_inference;
+      const memory::dims strides = {g.stride_h, g.stride_w}, kernel = {g.kernel_h, g.kernel_w},
+                         pad_l = {g.pad_h, g.pad_w};
       impl.blocked_pd = dnnl::pooling_forward::primitive_desc(
-          dnnl::pooling_forward::desc(dnnl::prop_kind::forward_inference, impl.algorithm, src, dst,
-                                      {g.stride_h, g.stride_w}, {g.kernel_h, g.kernel_w},
-                                      {g.pad_h, g.pad_w}, impl.pad_r),
+          dnnl::pooling_forward::desc(kind, impl.algorithm, src, dst, strides, kernel, pad_l,
+                                      impl.pad_r),
           DnnlUserScratchpad(), DnnlEngine());
       impl.blocked = dnnl::pooling_forward(impl.blocked_pd);
+      if (g.training) {
+        impl.blocked_bwd_pd = dnnl::pooling_backward::primitive_desc(
+            dnnl::pooling_backward::desc(impl.algorithm, src, dst, strides, kernel, pad_l,
+                                         impl.pad_r),
+            DnnlUserScratchpad(), DnnlEngine(), impl.blocked_pd);
+        impl.blocked_bwd = dnnl::pooling_backward(impl.blocked_bwd_pd);
+        // (One argmax buffer for both layouts: Backward takes the last Forward's.)
+        const size_t floats = (impl.blocked_pd.workspace_desc().get_size() + 3) / 4;
+        if (impl.workspace.size() < floats) impl.workspace.resize(floats);
+      }
       impl.block = block;
     }
-    DnnlExecute(impl.blocked, impl.blocked_pd.scratchpad_desc(),
-                {{DNNL_ARG_SRC, src, src, const_cast<float*>(x)},
-                 {DNNL_ARG_DST, blocked_y ? dst : impl.dst, dst, y, true}},
-                ws);
+    std::vector<DnnlOperand> ops = {{DNNL_ARG_SRC, src, src, const_cast<float*>(x)},
+                                    {DNNL_ARG_DST, blocked_y ? dst : impl.dst, dst, y, true}};
+    const memory::desc ws_desc = impl.blocked_pd.workspace_desc();
+    if (g.training && ws_desc.get_size() > 0)
+      ops.push_back({DNNL_ARG_WORKSPACE, ws_desc, ws_desc, impl.workspace.data(), true});
+    DnnlExecute(impl.blocked, impl.blocked_pd.scratchpad_desc(), ops, ws);
     return;
   }
   std::vector<DnnlOperand> ops = {{DNNL_ARG_SRC, impl.src, impl.src, const_cast<float*>(x)},
@@ -144,17 +163,27 @@ void DnnlPooling::Forward(const float* x, float* y, Workspace* ws, int block, bo
   DnnlExecute(impl.fwd, impl.fwd_pd.scratchpad_desc(), ops, ws);
 }
 
-void DnnlPooling::Backward(const float* dy, float* dx, Workspace* ws) {
+void DnnlPooling::Backward(const float* dy, float* dx, Workspace* ws, int dy_block, int dx_block) {
   Impl& impl = *impl_;
   CREMA_ASSERT(impl.supported && impl.geometry.training,
                "DnnlPooling::Backward without a training Prepare");
-  std::vector<DnnlOperand> ops = {{DNNL_ARG_DIFF_DST, impl.dst, impl.dst, const_cast<float*>(dy)},
-                                  {DNNL_ARG_DIFF_SRC, impl.src, impl.src, dx, true}};
-  const memory::desc ws_desc = impl.bwd_pd.workspace_desc();
+  // The primitive of the Forward's layout; dy and dx as the caller holds them (reordered where
+  // they differ).
+  const bool blocked = impl.ran_blocked;
+  const dnnl::pooling_backward& primitive = blocked ? impl.blocked_bwd : impl.bwd;
+  const dnnl::pooling_backward::primitive_desc& pd = blocked ? impl.blocked_bwd_pd : impl.bwd_pd;
+  const memory::desc dy_user = DnnlChannelBlocked(impl.dst.dims(), dy_block),
+                     dx_user = DnnlChannelBlocked(impl.src.dims(), dx_block);
+  std::vector<DnnlOperand> ops = {
+      {DNNL_ARG_DIFF_DST, dy_user, pd.diff_dst_desc(), const_cast<float*>(dy)},
+      {DNNL_ARG_DIFF_SRC, dx_user, pd.diff_src_desc(), dx, true}};
+  const memory::desc ws_desc = pd.workspace_desc();
   if (ws_desc.get_size() > 0)
     ops.push_back({DNNL_ARG_WORKSPACE, ws_desc, ws_desc, impl.workspace.data()});
-  DnnlExecute(impl.bwd, impl.bwd_pd.scratchpad_desc(), ops, ws);
+  DnnlExecute(primitive, pd.scratchpad_desc(), ops, ws);
 }
+
+bool DnnlPooling::ForwardRanBlocked() const { return impl_->ran_blocked; }
 
 std::string DnnlPooling::Describe() const {
   const Impl& impl = *impl_;
@@ -173,9 +202,10 @@ bool DnnlPooling::Prepare(const DnnlPoolGeometry&) { return false; }
 void DnnlPooling::Forward(const float*, float*, Workspace*, int, bool) {
   CREMA_ASSERT(false, "oneDNN is not in this build");
 }
-void DnnlPooling::Backward(const float*, float*, Workspace*) {
+void DnnlPooling::Backward(const float*, float*, Workspace*, int, int) {
   CREMA_ASSERT(false, "oneDNN is not in this build");
 }
+bool DnnlPooling::ForwardRanBlocked() const { return false; }
 std::string DnnlPooling::Describe() const { return "none"; }
 
 #endif  // CREMA_WITH_DNNL

@@ -9,8 +9,9 @@
 //     cells inside the input (oneDNN's avg_exclude_padding); with pad > 0 it is the full kernel
 //     when no window reaches beyond the padding (avg_include_padding); other geometries decline.
 // MAX keeps oneDNN's argmax workspace from Forward for Backward (not in forward-only nets). The
-// bottom diff is overwritten. Tensors stay in crema's plain layout (no reorders), or in
-// forward-only nets, the channel-blocked layout of the oneDNN layers around.
+// bottom diff is overwritten. Tensors stay in crema's plain layout (no reorders), or the
+// channel-blocked layout of the oneDNN layers around (then the pooling runs blocked, and in
+// training so does the Backward after it: the argmax is in that layout).
 #include <memory>
 #include <string>
 #include <vector>
@@ -37,11 +38,14 @@ class DnnlPooling {
   // Creates the primitives when `geometry` differs from the last one; false when oneDNN's result
   // would differ from Caffe's, or oneDNN does not take the geometry (crema's kernels run then).
   bool Prepare(const DnnlPoolGeometry& geometry);
-  // `block` > 0 (forward-only geometries): x is channel-blocked by that (math/dnnl_engine.hpp), and
-  // so is y when `blocked_y`; oneDNN then pools in the blocked layout.
+  // `block` > 0: x is channel-blocked by that (math/dnnl_engine.hpp), and so is y when
+  // `blocked_y`; oneDNN then pools in the blocked layout.
   void Forward(const float* x, float* y, Workspace* ws, int block = 0, bool blocked_y = false);
-  // dx = the gradient (overwrites); MAX needs the Forward just before.
-  void Backward(const float* dy, float* dx, Workspace* ws);
+  // dx = the gradient (overwrites), in the layout of the Forward just before (which MAX needs);
+  // `dy_block` / `dx_block` > 0: dy / dx are channel-blocked by that.
+  void Backward(const float* dy, float* dx, Workspace* ws, int dy_block = 0, int dx_block = 0);
+  // Whether the last Forward pooled in the channel-blocked layout.
+  bool ForwardRanBlocked() const;
   std::string Describe() const;
 
  private:

@@ -642,8 +642,15 @@ CpuEngine PoolingLayer::DnnlPolicy(const BlobVec& bottom, const BlobVec& top) {
 // ---- end oneDNN CPU engine ----
 
 bool PoolingLayer::ReadsChannelBlocked(const BlobVec& bottom, const BlobVec& top) {
-  return forward_only() && ChannelBlockable(bottom[0]->shape()) && top[0]->num_axes() == 4 &&
+  return ChannelBlockable(bottom[0]->shape()) && top[0]->num_axes() == 4 &&
          cpu_engine_choice_.NextRunsDnnl(DnnlPolicy(bottom, top), "forward", bottom[0]->shape());
+}
+
+bool PoolingLayer::BackwardReadsChannelBlocked(const BlobVec& top, const BlobVec& bottom) {
+  // oneDNN's, after a Forward that pooled blocked (MAX: the engine of that Forward).
+  return forward_ran_dnnl_ && dnnl_->ForwardRanBlocked() &&
+         (pool_ == PoolingParameter::MAX ||
+          cpu_engine_choice_.NextRunsDnnl(DnnlPolicy(bottom, top), "backward", bottom[0]->shape()));
 }
 
 void PoolingLayer::ForwardCpu(const BlobVec& bottom, const BlobVec& top) {
@@ -654,7 +661,8 @@ void PoolingLayer::ForwardCpu(const BlobVec& bottom, const BlobVec& top) {
   };
   const auto dnnl = [&] {
     forward_ran_dnnl_ = true;
-    // Channel-blocked in (the net let it through: ReadsChannelBlocked), blocked out where allowed.
+    // Channel-blocked in (the net let it through: ReadsChannelBlocked), then blocked out where
+    // allowed (ChannelBlockedOnlyFromBlocked).
     const int block = bottom[0]->cpu_channel_block();
     const bool blocked_y =
         block > 0 && top[0]->channel_block_allowed() && ChannelBlockable(top[0]->shape());
@@ -670,6 +678,8 @@ void PoolingLayer::BackwardCpu(const BlobVec& top, const std::vector<bool>& prop
                                const BlobVec& bottom) {
   if (!propagate_down[0]) return;
   const auto crema = [&] {
+    CREMA_ASSERT(bottom[0]->cpu_channel_block() == 0 && top[0]->cpu_diff_channel_block() == 0,
+                 "channel-blocked input or gradient for crema's kernels");
     float slope = 0;
     const bool relu = (pool_ == PoolingParameter::MAX || pool_ == PoolingParameter::AVE) &&
                       TakeFusedReLUBackward(0, &slope);
@@ -677,7 +687,11 @@ void PoolingLayer::BackwardCpu(const BlobVec& top, const std::vector<bool>& prop
                          BackwardT<T>(top, propagate_down, bottom, relu ? &slope : nullptr));
   };
   const auto dnnl = [&] {
-    dnnl_->Backward(top[0]->cpu_diff<float>(), bottom[0]->mutable_cpu_diff<float>(), &workspace());
+    // dy as the net holds it, dx in x's layout.
+    const int dx_block = bottom[0]->cpu_channel_block();
+    dnnl_->Backward(top[0]->cpu_diff<float>(), bottom[0]->mutable_cpu_diff<float>(), &workspace(),
+                    top[0]->cpu_diff_channel_block(), dx_block);
+    bottom[0]->diff()->set_channel_block(dx_block);
   };
   // MAX: the engine of the Forward that recorded the argmax.
   const CpuEngine policy = pool_ == PoolingParameter::MAX

@@ -45,6 +45,8 @@ class PoolingLayer final : public Layer {
   bool CpuEngineRacesBackward() const override { return pool_ != PoolingParameter::MAX; }
   ChannelBlocking channel_blocking() const override { return ChannelBlocking::kEngine; }
   bool ReadsChannelBlocked(const BlobVec& bottom, const BlobVec& top) override;
+  bool BackwardReadsChannelBlocked(const BlobVec& top, const BlobVec& bottom) override;
+  bool ChannelBlockedOnlyFromBlocked() const override { return true; }
   // MAX and AVE under crema's kernels (not oneDNN's).
   bool SupportsFusedReLUBackward() const override {
     return pool_ == PoolingParameter::MAX || pool_ == PoolingParameter::AVE;

@@ -371,20 +371,24 @@ struct DnnlWeightedPrimitives : DnnlWeightedLayout {
     }
     DnnlWeightedForward(primitive, pd, layout, x, w, bias, y, ws, io.read_dst, &direct, key);
   }
-  void BackwardData(const float* dy, const float* w, float* dx, Workspace* ws) {
+  // The backward passes; `src_block` / `dst_block` > 0: dx (or x) / dy are channel-blocked by that
+  // instead of plain.
+  void BackwardData(const float* dy, const float* w, float* dx, Workspace* ws, int src_block = 0,
+                    int dst_block = 0) {
     CREMA_ASSERT(supported, "oneDNN backward before a successful Prepare");
     if (!backward_ready) CreateBackward();
     backward_ready = true;
-    DnnlWeightedBackwardData(bwd_data, bwd_data_pd, User(0, 0), dy, w, dx, ws);
+    DnnlWeightedBackwardData(bwd_data, bwd_data_pd, User(src_block, dst_block), dy, w, dx, ws);
   }
   void BackwardWeights(const float* x, const float* dy, float* dw, float* db, Workspace* ws,
-                       bool overwrite_dw = false, bool overwrite_db = false) {
+                       bool overwrite_dw = false, bool overwrite_db = false, int src_block = 0,
+                       int dst_block = 0) {
     CREMA_ASSERT(supported, "oneDNN backward before a successful Prepare");
     if (dw == nullptr && db == nullptr) return;
     if (!backward_ready) CreateBackward();
     backward_ready = true;
-    DnnlWeightedBackwardWeights(bwd_weights, bwd_weights_pd, User(0, 0), x, dy, dw, db, ws,
-                                overwrite_dw, overwrite_db);
+    DnnlWeightedBackwardWeights(bwd_weights, bwd_weights_pd, User(src_block, dst_block), x, dy, dw,
+                                db, ws, overwrite_dw, overwrite_db);
   }
 
   bool prepared = false, supported = false, backward_ready = false;

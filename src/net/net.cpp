@@ -508,7 +508,10 @@ double Net::ForwardFromTo(int start, int end) {
       // The Scale of a BatchNorm group: computed by the BatchNorm when it ran fused in this
       // pass, else reading the BatchNorm's kept output when that ran in this pass.
       auto* batch_norm = static_cast<BatchNormLayer*>(layers_[bn].get());
-      if (bn >= start && batch_norm->ran_fused()) continue;
+      if (bn >= start && batch_norm->ran_fused()) {
+        if (channel_blocked_active_) ChannelBlockedSkipped(i);
+        continue;
+      }
       // Run on its own now, so the group's Backward must run layer by layer.
       batch_norm->ForgetFusedForward();
       static_cast<ScaleLayer*>(layers_[i].get())
@@ -659,6 +662,8 @@ void Net::BackwardFromTo(int start, int end) {
     if (const int bn = FusedBackwardGroup(i, start, end); bn >= 0) {
       // The ReLU's, the Scale's and the BatchNorm's backward in one BatchNorm call.
       const bool bottom_down = layer_need_backward_[bn] && bottom_need_backward_[bn][0];
+      if (channel_blocked_active_)
+        for (int l : {group_scale_of_[bn], bn}) ChannelBlockedBackwardBefore(l, layers_[l].get());
       AmpBefore(bn, true);
       static_cast<BatchNormLayer*>(layers_[bn].get())
           ->BackwardFused(layer_tops_[bn], bottom_down, layer_bottoms_[bn]);
@@ -669,7 +674,9 @@ void Net::BackwardFromTo(int start, int end) {
     }
     if (!layer_need_backward_[i]) continue;
     const bool relu_fused = PrepareFusedReLUBackward(i, end);
+    if (channel_blocked_active_) ChannelBlockedBackwardBefore(i, layers_[i].get());
     BackwardLayer(i);
+    if (channel_blocked_active_) ChannelBlockedBackwardAfter(i);
     if (relu_fused) AfterFusedReLUBackward(i);
     if (debug_info_) BackwardDebugInfo(i);
     if (check_finite_) CheckFinite(i, false);

@@ -184,7 +184,10 @@ void Net::PrepareCpuEngines() {
     const int relu = fused_relu_of_[i];
     layer->set_fused_relu(
         relu >= 0, relu >= 0 ? layers_[relu]->layer_param().relu_param().negative_slope() : 0);
-    const std::string key = LayerKey(*layer) + (relu >= 0 ? " relu" : "");
+    // (A layer in a channel-blocked chain races oneDNN's kernels only: its decision is not that
+    // of the same layer where crema's race too.)
+    const std::string key =
+        LayerKey(*layer) + (relu >= 0 ? " relu" : "") + (choice->crema_races() ? "" : " blocked");
     auto cache_key = [&](const std::string& direction) {
       return StrCat(key, " ", direction, " ", ShapeText(shape));
     };
@@ -217,15 +220,27 @@ void Net::PrepareCpuEngines() {
       top.push_back(scratch.back().get());
     }
     // In the layouts the net will give the layer (net_layout.cpp): oneDNN's passes then read
-    // channel-blocked inputs where the net's would be (no reorder), crema's plain ones.
+    // channel-blocked inputs where the net's arrive so (no reorder), crema's plain ones.
     const auto set_layouts = [&] {
       for (size_t j = 0; j < bottom.size(); ++j) {
-        const Blob& real = *bottom_vecs_[i][j];
-        bottom[j]->data()->set_channel_block(
-            real.channel_block_allowed() && ChannelBlockable(real.shape()) ? ChannelBlock() : 0);
+        const int id = bottom_id_vecs_[i][j];
+        bottom[j]->data()->set_channel_block(id < static_cast<int>(channel_block_arrives_.size()) &&
+                                                     channel_block_arrives_[id]
+                                                 ? ChannelBlock()
+                                                 : 0);
       }
       if (layer->channel_blocking() == Layer::ChannelBlocking::kEngine &&
           !layer->ReadsChannelBlocked(bottom, top))
+        for (Blob* b : bottom) b->data()->set_channel_block(0);
+    };
+    // Backward: the top gradients in the layout of the values the Forward wrote (the next layers
+    // write them so), or all plain where the pass reads plain ones.
+    const auto set_backward_layouts = [&] {
+      const bool blocked = layer->channel_blocking() == Layer::ChannelBlocking::kEngine &&
+                           layer->BackwardReadsChannelBlocked(top, bottom);
+      for (Blob* t : top)
+        if (t->diff()) t->diff()->set_channel_block(blocked ? t->cpu_channel_block() : 0);
+      if (!blocked)
         for (Blob* b : bottom) b->data()->set_channel_block(0);
     };
     // Backward accumulates into the parameter gradients: keep them aside.
@@ -244,6 +259,7 @@ void Net::PrepareCpuEngines() {
       if (backward) {
         // As in an iteration: the gradients cleared (lazily) before the layer writes them.
         for (const BlobPtr& param : layer->blobs()) param->SetDiffZeroLazily();
+        set_backward_layouts();
         layer->Backward(top, bottom_need_backward_[i], bottom);
       }
       if (!choice->Racing("forward", shape) && !(backward && choice->Racing("backward", shape)))

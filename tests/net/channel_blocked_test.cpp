@@ -191,7 +191,7 @@ TEST(ChannelBlocked, AllowsOnlyBlobsEveryReaderTakes) {
 }
 
 // Nothing is blocked with crema's kernels, or without a memory plan.
-TEST(ChannelBlocked, NeedsOneDnnAndAnInferencePlan) {
+TEST(ChannelBlocked, NeedsOneDnnAndAMemoryPlan) {
   {
     ScopedCpuEngine caffe(CpuEngine::kCaffe);
     auto net = Build(Parse(kEveryReader), true, false);
@@ -241,6 +241,167 @@ TEST(ChannelBlocked, AutomaticEngineChoiceOnBlockedData) {
     EXPECT_NEAR(got.cpu_data<float>()[i], want.cpu_data<float>()[i],
                 1e-4 * (1 + std::abs(want.cpu_data<float>()[i])))
         << i;
+}
+
+// Training: oneDNN convolutions and pooling (blocked forward and backward), pass-through layers
+// whose gradients pass blocked (ReLU, Split, Eltwise SUM and PROD, Concat on channels), and
+// readers of plain values and gradients only between them (a BatchNorm group with its Scale and
+// ReLU, LRN, a Concat on another axis, the loss).
+const char* kTrainingReaders = R"(
+  layer { name: "data" type: "Input" top: "data"
+          input_param { shape { dim: 2 dim: 3 dim: 19 dim: 17 } } }
+  layer { name: "target" type: "Input" top: "target" input_param { shape { dim: 2 dim: 5 } } }
+  layer { name: "conv1" type: "Convolution" bottom: "data" top: "conv1"
+          convolution_param { num_output: 32 kernel_size: 3 pad: 1 } }
+  layer { name: "relu1" type: "ReLU" bottom: "conv1" top: "conv1" }
+  layer { name: "conv2" type: "Convolution" bottom: "conv1" top: "conv2"
+          convolution_param { num_output: 32 kernel_size: 1 } }
+  layer { name: "pool1" type: "Pooling" bottom: "conv2" top: "pool1"
+          pooling_param { pool: MAX kernel_size: 3 stride: 2 } }
+  layer { name: "a" type: "Convolution" bottom: "pool1" top: "a"
+          convolution_param { num_output: 32 kernel_size: 1 } }
+  layer { name: "relu_a" type: "ReLU" bottom: "a" top: "a" }
+  layer { name: "b" type: "Convolution" bottom: "a" top: "b"
+          convolution_param { num_output: 32 kernel_size: 3 pad: 1 } }
+  layer { name: "sum" type: "Eltwise" bottom: "a" bottom: "b" top: "sum" }
+  layer { name: "relu2" type: "ReLU" bottom: "sum" top: "sum" }
+  layer { name: "c" type: "Convolution" bottom: "sum" top: "c"
+          convolution_param { num_output: 16 kernel_size: 3 pad: 1 group: 2 } }
+  layer { name: "k" type: "Convolution" bottom: "sum" top: "k"
+          convolution_param { num_output: 16 kernel_size: 1 bias_term: false } }
+  layer { name: "prod" type: "Eltwise" bottom: "c" bottom: "k" top: "prod"
+          eltwise_param { operation: PROD } }
+  layer { name: "cat" type: "Concat" bottom: "prod" bottom: "k" bottom: "sum" top: "cat" }
+  layer { name: "relu3" type: "ReLU" bottom: "cat" top: "cat" }
+  layer { name: "d" type: "Convolution" bottom: "cat" top: "d"
+          convolution_param { num_output: 16 kernel_size: 3 stride: 2 } }
+  layer { name: "bn" type: "BatchNorm" bottom: "d" top: "d" }
+  layer { name: "scale" type: "Scale" bottom: "d" top: "d" scale_param { bias_term: true } }
+  layer { name: "relu4" type: "ReLU" bottom: "d" top: "d" }
+  layer { name: "e" type: "Convolution" bottom: "d" top: "e"
+          convolution_param { num_output: 16 kernel_size: 1 } }
+  layer { name: "f" type: "Convolution" bottom: "e" top: "f"
+          convolution_param { num_output: 16 kernel_size: 1 } }
+  layer { name: "lrn" type: "LRN" bottom: "f" top: "lrn" }
+  layer { name: "wide" type: "Concat" bottom: "lrn" bottom: "e" top: "wide"
+          concat_param { axis: 3 } }
+  layer { name: "pool2" type: "Pooling" bottom: "wide" top: "pool2"
+          pooling_param { pool: AVE global_pooling: true } }
+  layer { name: "fc" type: "InnerProduct" bottom: "pool2" top: "fc"
+          inner_product_param { num_output: 5 } }
+  layer { name: "loss" type: "EuclideanLoss" bottom: "fc" bottom: "target" top: "loss" }
+)";
+
+std::unique_ptr<Net> BuildTraining(const NetParameter& param, bool blocked) {
+  NetOptions options;
+  options.override_state = true;
+  options.state.set_phase(TRAIN);
+  options.verbose = false;
+  options.memory_plan = MemoryPlan::kTraining;
+  options.channel_blocked = blocked;
+  return std::make_unique<Net>(param, options);
+}
+
+// Iterations of training with oneDNN running the convolutions give the same bits (loss,
+// gradients, weights) blocked as plain: the reorders blocking saves are exact copies.
+TEST(ChannelBlocked, TrainingGivesThePlainBits) {
+  ScopedCpuEngine dnnl(CpuEngine::kDnnl);
+  const NetParameter param = Parse(kTrainingReaders);
+  auto plain = BuildTraining(param, false);
+  auto blocked = BuildTraining(param, true);
+  EXPECT_EQ(AllowedBlobs(*plain), 0);
+  if (ChannelBlock() > 0) {
+    // conv1's output passes blocked to conv2 through the ReLU (value, then gradient), and so on
+    // through the MAX pooling; not d (the BatchNorm's), e (read by the Concat on axis 3) or f
+    // (LRN's).
+    for (const char* name : {"conv1", "conv2", "pool1", "a", "b", "sum", "c", "k", "prod", "cat"})
+      EXPECT_TRUE(blocked->blob_by_name(name)->channel_block_allowed()) << name;
+    for (const char* name : {"data", "d", "e", "f", "lrn", "pool2", "fc"})
+      EXPECT_FALSE(blocked->blob_by_name(name)->channel_block_allowed()) << name;
+  }
+  // The same weights, each net its own (the updates below change them).
+  testing::RandomInferenceWeights(plain.get(), 100);
+  testing::RandomInferenceWeights(blocked.get(), 100);
+  for (int iteration = 0; iteration < 3; ++iteration) {
+    double loss[2];
+    int blocked_values = 0, blocked_gradients = 0;
+    for (int k = 0; k < 2; ++k) {
+      Net* net = k == 0 ? plain.get() : blocked.get();
+      testing::FillUniform(net->blob_by_name("data").get(), -1, 1, 7 + iteration);
+      testing::FillUniform(net->blob_by_name("target").get(), -1, 1, 9 + iteration);
+      net->ClearParamDiffs();
+      net->Forward();
+      loss[k] = net->blob_by_name("loss")->cpu_data<float>()[0];
+      // Values and gradients stayed blocked between layers (the last writer of each planned
+      // buffer decides what it holds after the pass).
+      for (const BlobPtr& blob : net->blobs()) blocked_values += blob->cpu_channel_block() > 0;
+      net->Backward();
+      for (const BlobPtr& blob : net->blobs())
+        blocked_gradients += blob->cpu_diff_channel_block() > 0;
+    }
+    if (ChannelBlock() > 0) {
+      EXPECT_GT(blocked_values, 0) << "iteration " << iteration;
+      EXPECT_GT(blocked_gradients, 0) << "iteration " << iteration;
+    }
+    EXPECT_EQ(loss[0], loss[1]) << "iteration " << iteration;
+    const auto& want = plain->learnable_params();
+    const auto& got = blocked->learnable_params();
+    ASSERT_EQ(want.size(), got.size());
+    for (size_t p = 0; p < want.size(); ++p) {
+      EXPECT_TRUE(testing::SameBits(*want[p], *got[p], true))
+          << "gradient of parameter " << p << ", iteration " << iteration;
+      EXPECT_TRUE(testing::SameBits(*want[p], *got[p], false))
+          << "parameter " << p << ", iteration " << iteration;
+    }
+    plain->Update();
+    blocked->Update();
+  }
+}
+
+// The automatic choice in a net that trains: its races run the backward passes on the layouts
+// the net gives them (blocked top gradients where the values are), and the gradients match
+// crema's kernels within float rounding.
+TEST(ChannelBlocked, AutomaticEngineChoiceInTraining) {
+  setenv("CREMA_CPU_ENGINE_CACHE", "off", 1);
+  const NetParameter param = Parse(kTrainingReaders);
+  std::unique_ptr<Net> reference;
+  {
+    ScopedCpuEngine caffe(CpuEngine::kCaffe);
+    reference = BuildTraining(param, false);
+  }
+  ScopedCpuEngine autochoice(CpuEngine::kAuto);
+  auto net = BuildTraining(param, true);
+  for (Net* n : {reference.get(), net.get()}) {
+    testing::RandomInferenceWeights(n, 100);
+    testing::FillUniform(n->blob_by_name("data").get(), -1, 1, 5);
+    testing::FillUniform(n->blob_by_name("target").get(), -1, 1, 6);
+  }
+  {
+    ScopedCpuEngine caffe(CpuEngine::kCaffe);
+    reference->ClearParamDiffs();
+    reference->Forward();
+    reference->Backward();
+  }
+  net->PrepareCpuEngines();
+  for (int pass = 0; pass < 2; ++pass) {
+    net->ClearParamDiffs();
+    net->Forward();
+    net->Backward();
+  }
+  if (ChannelBlock() > 0)
+    for (const char* name : {"conv2", "pool1", "a", "b", "c", "k", "d"})
+      EXPECT_STRNE(net->layer_by_name(name)->cpu_engine_choice()->last(), "crema") << name;
+  const auto& want = reference->learnable_params();
+  const auto& got = net->learnable_params();
+  ASSERT_EQ(want.size(), got.size());
+  for (size_t p = 0; p < want.size(); ++p) {
+    ASSERT_EQ(want[p]->count(), got[p]->count());
+    for (int64_t i = 0; i < want[p]->count(); ++i) {
+      const float w = want[p]->cpu_diff<float>()[i];
+      EXPECT_NEAR(got[p]->cpu_diff<float>()[i], w, 1e-4 * (1 + std::abs(w)))
+          << "gradient of parameter " << p << " at " << i;
+    }
+  }
 }
 
 class ZooDeploy : public ::testing::TestWithParam<std::string> {};
