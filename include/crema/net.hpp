@@ -357,13 +357,12 @@ class Net {
   int InPlaceReLUBlob(int layer_id) const;
   // Which planned blobs may be channel-blocked (net_layout.cpp; after the memory plan, with
   // the current shapes), and before layer i's Forward: blocked bottoms it cannot read put back
-  // to plain; after it, the layout of the tops it wrote; for a layer whose Forward another ran
-  // (a fused Scale), its tops plain. Likewise around its Backward: blocked gradients and values
-  // it cannot read put back to plain, then the layout of the bottom gradients it wrote.
+  // to plain; after it, the layout of the tops it wrote. Likewise around its Backward: blocked
+  // gradients and values it cannot read put back to plain, then the layout of the bottom
+  // gradients it wrote.
   void PlanChannelBlocked();
   void ChannelBlockedBefore(int layer_id, Layer* layer);
   void ChannelBlockedAfter(int layer_id);
-  void ChannelBlockedSkipped(int layer_id);
   void ChannelBlockedBackwardBefore(int layer_id, Layer* layer);
   void ChannelBlockedBackwardAfter(int layer_id);
   // Finds the Eltwise SUMs to fuse into convolutions (after the memory plan and PlanFuseReLU),

@@ -508,10 +508,7 @@ double Net::ForwardFromTo(int start, int end) {
       // The Scale of a BatchNorm group: computed by the BatchNorm when it ran fused in this
       // pass, else reading the BatchNorm's kept output when that ran in this pass.
       auto* batch_norm = static_cast<BatchNormLayer*>(layers_[bn].get());
-      if (bn >= start && batch_norm->ran_fused()) {
-        if (channel_blocked_active_) ChannelBlockedSkipped(i);
-        continue;
-      }
+      if (bn >= start && batch_norm->ran_fused()) continue;
       // Run on its own now, so the group's Backward must run layer by layer.
       batch_norm->ForgetFusedForward();
       static_cast<ScaleLayer*>(layers_[i].get())

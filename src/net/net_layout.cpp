@@ -175,12 +175,6 @@ void Net::ChannelBlockedAfter(int layer_id) {
     if (!SharesBottomMemory(*t, bottom)) t->data()->set_channel_block(channel_block_written_);
 }
 
-void Net::ChannelBlockedSkipped(int layer_id) {
-  const BlobVec& bottom = layer_bottoms_[layer_id];
-  for (Blob* t : layer_tops_[layer_id])
-    if (!SharesBottomMemory(*t, bottom) && t->data()) t->data()->set_channel_block(0);
-}
-
 void Net::ChannelBlockedBackwardBefore(int layer_id, Layer* layer) {
   const BlobVec& bottom = layer_bottoms_[layer_id];
   const BlobVec& top = layer_tops_[layer_id];
