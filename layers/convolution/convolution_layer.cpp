@@ -177,22 +177,17 @@ void ConvolutionLayer::BackwardDnnl(const BlobVec& top, const std::vector<bool>&
   for (size_t i = 0; i < top.size(); ++i) {
     // x and dy as the net holds them (blocked where BackwardReadsChannelBlocked let them
     // through); dx in x's layout (blocked where the forward chain was).
-    DnnlConvolution::BackwardIo io;
-    io.winograd = winograd;
-    io.src_block = bottom[i]->cpu_channel_block();
-    io.dst_block = top[i]->cpu_diff_channel_block();
-    if (weight_down || bias_down) {
-      bool dw_zero = false, db_zero = false;
-      float* dw = weight_down ? blobs_[0]->mutable_cpu_diff_to_add<float>(&dw_zero) : nullptr;
-      float* db = bias_down ? blobs_[1]->mutable_cpu_diff_to_add<float>(&db_zero) : nullptr;
-      dnnl_->BackwardWeights(bottom[i]->cpu_data<float>(), top[i]->cpu_diff<float>(), dw, db,
-                             &workspace(), io, dw_zero, db_zero);
-    }
-    if (propagate_down[i]) {
-      dnnl_->BackwardData(top[i]->cpu_diff<float>(), blobs_[0]->cpu_data<float>(),
-                          bottom[i]->mutable_cpu_diff<float>(), &workspace(), io);
-      bottom[i]->diff()->set_channel_block(io.src_block);
-    }
+    DnnlBackwardArgs args;
+    args.src_block = bottom[i]->cpu_channel_block();
+    args.dst_block = top[i]->cpu_diff_channel_block();
+    args.x = bottom[i]->cpu_data<float>();
+    args.dy = top[i]->cpu_diff<float>();
+    args.w = blobs_[0]->cpu_data<float>();
+    if (weight_down) args.dw = blobs_[0]->mutable_cpu_diff_to_add<float>(&args.overwrite_dw);
+    if (bias_down) args.db = blobs_[1]->mutable_cpu_diff_to_add<float>(&args.overwrite_db);
+    if (propagate_down[i]) args.dx = bottom[i]->mutable_cpu_diff<float>();
+    dnnl_->Backward(args, &workspace(), winograd);
+    if (propagate_down[i]) bottom[i]->diff()->set_channel_block(args.src_block);
   }
 }
 // ---- end oneDNN CPU engine ----

@@ -248,26 +248,19 @@ void DnnlConvolution::Forward(const float* x, const float* w, const float* bias,
   impl_->ForwardWith(with.primitive, with.pd, x, w, bias, y, ws, forward_io);
 }
 
-void DnnlConvolution::BackwardData(const float* dy, const float* w, float* dx, Workspace* ws,
-                                   const BackwardIo& io) {
-  if (!io.winograd || !HasWinograd())
-    return impl_->BackwardData(dy, w, dx, ws, io.src_block, io.dst_block);
-  for (size_t g = 0; g < winograd_.size(); ++g)
-    winograd_[g]->BackwardData(dy + g * group_step_.output, w + g * group_step_.weights,
-                               dx + g * group_step_.input, ws, io.src_block, io.dst_block);
-}
-
-void DnnlConvolution::BackwardWeights(const float* x, const float* dy, float* dw, float* db,
-                                      Workspace* ws, const BackwardIo& io, bool overwrite_dw,
-                                      bool overwrite_db) {
-  if (!io.winograd || !HasWinograd())
-    return impl_->BackwardWeights(x, dy, dw, db, ws, overwrite_dw, overwrite_db, io.src_block,
-                                  io.dst_block);
-  for (size_t g = 0; g < winograd_.size(); ++g)
-    winograd_[g]->BackwardWeights(x + g * group_step_.input, dy + g * group_step_.output,
-                                  dw != nullptr ? dw + g * group_step_.weights : nullptr,
-                                  db != nullptr ? db + g * group_step_.bias : nullptr, ws,
-                                  overwrite_dw, overwrite_db, io.src_block, io.dst_block);
+void DnnlConvolution::Backward(const DnnlBackwardArgs& args, Workspace* ws, bool winograd) {
+  if (!winograd || !HasWinograd()) return impl_->Backward(args, ws);
+  const auto at = [](auto* p, int64_t offset) { return p != nullptr ? p + offset : nullptr; };
+  for (size_t g = 0; g < winograd_.size(); ++g) {
+    DnnlBackwardArgs group = args;
+    group.x = at(args.x, g * group_step_.input);
+    group.dy = at(args.dy, g * group_step_.output);
+    group.w = at(args.w, g * group_step_.weights);
+    group.dw = at(args.dw, g * group_step_.weights);
+    group.db = at(args.db, g * group_step_.bias);
+    group.dx = at(args.dx, g * group_step_.input);
+    winograd_[g]->Backward(group, ws);
+  }
 }
 
 #else  // without oneDNN in the build: every geometry stays on crema's kernels
@@ -280,12 +273,7 @@ void DnnlConvolution::Forward(const float*, const float*, const float*, float*, 
                               const Io&) {
   CREMA_ASSERT(false, "oneDNN is not in this build");
 }
-void DnnlConvolution::BackwardData(const float*, const float*, float*, Workspace*,
-                                   const BackwardIo&) {
-  CREMA_ASSERT(false, "oneDNN is not in this build");
-}
-void DnnlConvolution::BackwardWeights(const float*, const float*, float*, float*, Workspace*,
-                                      const BackwardIo&, bool, bool) {
+void DnnlConvolution::Backward(const DnnlBackwardArgs&, Workspace*, bool) {
   CREMA_ASSERT(false, "oneDNN is not in this build");
 }
 

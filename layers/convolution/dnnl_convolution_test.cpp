@@ -300,16 +300,22 @@ TEST(DnnlConvolutionWinograd, MatchesTheDirectConvolution) {
       std::vector<float> dw_zeroed[2], db_zeroed[2];
       for (int winograd = 0; winograd < 2; ++winograd) {
         dx[winograd].assign(x.size(), 0.f);
-        DnnlConvolution::BackwardIo io;
-        io.winograd = winograd == 1;
-        conv.BackwardData(dy.data(), w.data(), dx[winograd].data(), &ws, io);
-        conv.BackwardWeights(x.data(), dy.data(), dw[winograd].data(), db[winograd].data(), &ws,
-                             io);
+        DnnlBackwardArgs args;
+        args.x = x.data();
+        args.dy = dy.data();
+        args.w = w.data();
+        args.dw = dw[winograd].data();
+        args.db = db[winograd].data();
+        args.dx = dx[winograd].data();
+        conv.Backward(args, &ws, winograd == 1);
         // Overwritten: what accumulating into zeros gives (the NaNs are never read).
         dw_zeroed[winograd].assign(w.size(), nan);
         db_zeroed[winograd].assign(bias.size(), nan);
-        conv.BackwardWeights(x.data(), dy.data(), dw_zeroed[winograd].data(),
-                             db_zeroed[winograd].data(), &ws, io, true, true);
+        args.dw = dw_zeroed[winograd].data();
+        args.db = db_zeroed[winograd].data();
+        args.dx = nullptr;
+        args.overwrite_dw = args.overwrite_db = true;
+        conv.Backward(args, &ws, winograd == 1);
         for (size_t i = 0; i < w.size(); ++i) dw_zeroed[winograd][i] += w[i];
         for (size_t i = 0; i < bias.size(); ++i) db_zeroed[winograd][i] += bias[i];
       }
@@ -342,9 +348,66 @@ TEST(DnnlConvolutionWinograd, MatchesTheDirectConvolution) {
   }
 }
 
-// Geometries oneDNN does not take (1-D, a kernel larger than the padded input, channel axis 2),
-// float64 and deterministic mode run crema's kernels under policy dnnl; `engine: CAFFE` (Caffe's
-// cuDNN choice) runs oneDNN.
+// `plain` (N, C, H, W) channel-blocked by `block` (oneDNN's nChw16c / nChw8c).
+std::vector<float> Blocked(const std::vector<int>& shape, int block,
+                           const std::vector<float>& plain) {
+  const int64_t channels = shape[1], spatial = static_cast<int64_t>(shape[2]) * shape[3];
+  std::vector<float> out(plain.size());
+  for (int64_t n = 0; n < shape[0]; ++n)
+    for (int64_t c = 0; c < channels; ++c)
+      for (int64_t i = 0; i < spatial; ++i)
+        out[((n * (channels / block) + c / block) * spatial + i) * block + c % block] =
+            plain[(n * channels + c) * spatial + i];
+  return out;
+}
+
+// Both backward passes in one call (dy, plain, reordered once for the two; each pass's other
+// buffers overlapping the other's in the workspace) give the bits of each pass alone, with dy
+// plain or channel-blocked, through the direct and the Winograd primitives.
+TEST(DnnlConvolutionBackward, BothPassesAtOnceGiveTheBitsOfEachAlone) {
+  if (!DnnlBuilt() || ChannelBlock() == 0) GTEST_SKIP() << "no oneDNN with blocked layouts here";
+  const DnnlConvGeometry geometry{
+      {2, 16, 12, 12}, {2, 32, 12, 12}, {32, 16, 3, 3}, {1, 1}, {1, 1}, {1, 1}, 1, true};
+  DnnlConvolution conv;
+  ASSERT_TRUE(conv.Prepare(geometry));
+  const std::vector<float> x = Gaussian(2 * 16 * 144, 1), w = Gaussian(32 * 16 * 9, 2),
+                           dy = Gaussian(2 * 32 * 144, 3), bias = Gaussian(32, 4);
+  Workspace ws;
+  for (const bool winograd : {false, true}) {
+    if (winograd && !conv.HasWinograd()) continue;
+    for (const int block : {0, ChannelBlock()}) {
+      // Blocked: x and dy as the net holds them in a channel-blocked chain (dx follows x).
+      std::vector<float> x_in = x, dy_in = dy;
+      if (block > 0) {
+        x_in = Blocked({2, 16, 12, 12}, block, x);
+        dy_in = Blocked({2, 32, 12, 12}, block, dy);
+      }
+      std::vector<float> dw[2] = {w, w}, db[2] = {bias, bias}, dx[2];
+      for (int together = 0; together < 2; ++together) {
+        dx[together].assign(x.size(), 0.f);
+        DnnlBackwardArgs args;
+        args.x = x_in.data();
+        args.dy = dy_in.data();
+        args.w = w.data();
+        args.src_block = args.dst_block = block;
+        args.dw = dw[together].data();
+        args.db = db[together].data();
+        if (together == 0) {
+          conv.Backward(args, &ws, winograd);
+          args.dw = args.db = nullptr;
+        }
+        args.dx = dx[together].data();
+        conv.Backward(args, &ws, winograd);
+      }
+      const std::string what = StrCat(winograd ? "Winograd" : "direct", ", block ", block);
+      EXPECT_EQ(dx[1], dx[0]) << what;
+      EXPECT_EQ(dw[1], dw[0]) << what;
+      EXPECT_EQ(db[1], db[0]) << what;
+      EXPECT_NE(dx[1], std::vector<float>(x.size(), 0.f)) << what;
+    }
+  }
+}
+
 // A forward-only layer keeps its weights in oneDNN's layout between passes; writing the weights
 // (mutable_cpu_data, or a pointer taken earlier plus MarkWritten, or new data shared in) makes
 // the next pass use the new ones.
@@ -398,6 +461,9 @@ TEST(DnnlConvolutionWeightCache, ForwardOnlyFollowsWrittenWeights) {
   ExpectClose(Data(top), expected(layer, bottom), "after ShareData");
 }
 
+// Geometries oneDNN does not take (1-D, a kernel larger than the padded input, channel axis 2),
+// float64 and deterministic mode run crema's kernels under policy dnnl; `engine: CAFFE` (Caffe's
+// cuDNN choice) runs oneDNN.
 TEST(DnnlConvolutionFallback, CremaKernelsWhereOneDnnDoesNotApply) {
   if (!DnnlBuilt()) GTEST_SKIP() << "crema is built without oneDNN";
   const std::vector<ConvCase> cases = {

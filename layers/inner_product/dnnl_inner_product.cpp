@@ -75,13 +75,8 @@ void DnnlInnerProduct::Forward(const float* x, const float* w, const float* bias
   impl_->Forward(x, w, bias, y, ws);
 }
 
-void DnnlInnerProduct::BackwardData(const float* dy, const float* w, float* dx, Workspace* ws) {
-  impl_->BackwardData(dy, w, dx, ws);
-}
-
-void DnnlInnerProduct::BackwardWeights(const float* x, const float* dy, float* dw, float* db,
-                                       Workspace* ws, bool overwrite_dw, bool overwrite_db) {
-  impl_->BackwardWeights(x, dy, dw, db, ws, overwrite_dw, overwrite_db);
+void DnnlInnerProduct::Backward(const DnnlBackwardArgs& args, Workspace* ws) {
+  impl_->Backward(args, ws);
 }
 
 #else  // without oneDNN in the build: every geometry stays on crema's kernels
@@ -93,11 +88,7 @@ bool DnnlInnerProduct::Prepare(const DnnlInnerProductGeometry&) { return false; 
 void DnnlInnerProduct::Forward(const float*, const float*, const float*, float*, Workspace*) {
   CREMA_ASSERT(false, "oneDNN is not in this build");
 }
-void DnnlInnerProduct::BackwardData(const float*, const float*, float*, Workspace*) {
-  CREMA_ASSERT(false, "oneDNN is not in this build");
-}
-void DnnlInnerProduct::BackwardWeights(const float*, const float*, float*, float*, Workspace*, bool,
-                                       bool) {
+void DnnlInnerProduct::Backward(const DnnlBackwardArgs&, Workspace*) {
   CREMA_ASSERT(false, "oneDNN is not in this build");
 }
 

@@ -8,6 +8,8 @@
 #include <memory>
 #include <string>
 
+#include "math/dnnl_engine.hpp"
+
 namespace crema {
 
 class Workspace;
@@ -31,12 +33,9 @@ class DnnlInnerProduct {
   bool Prepare(const DnnlInnerProductGeometry& geometry);
   // y = x W^T (+ bias).
   void Forward(const float* x, const float* w, const float* bias, float* y, Workspace* ws);
-  // dx = dy W (overwrites).
-  void BackwardData(const float* dy, const float* w, float* dx, Workspace* ws);
-  // dw += dy^T x; db += column sums of dy (null outputs are skipped); `overwrite_dw`/
-  // `overwrite_db`: written instead (the buffer is zeroed lazily: Blob::mutable_cpu_diff_to_add).
-  void BackwardWeights(const float* x, const float* dy, float* dw, float* db, Workspace* ws,
-                       bool overwrite_dw = false, bool overwrite_db = false);
+  // The backward passes (math/dnnl_engine.hpp's DnnlBackwardArgs): dw += dy^T x, db += column
+  // sums of dy, then dx = dy W (overwrites); the blocks stay 0.
+  void Backward(const DnnlBackwardArgs& args, Workspace* ws);
 
  private:
   struct Impl;

@@ -149,16 +149,14 @@ void InnerProductLayer::BackwardDnnl(const BlobVec& top, const std::vector<bool>
                                      const BlobVec& bottom) {
   const bool weight_down = param_propagate_down(0);
   const bool bias_down = bias_term_ && param_propagate_down(1);
-  if (weight_down || bias_down) {
-    bool dw_zero = false, db_zero = false;
-    float* dw = weight_down ? blobs_[0]->mutable_cpu_diff_to_add<float>(&dw_zero) : nullptr;
-    float* db = bias_down ? blobs_[1]->mutable_cpu_diff_to_add<float>(&db_zero) : nullptr;
-    dnnl_->BackwardWeights(bottom[0]->cpu_data<float>(), top[0]->cpu_diff<float>(), dw, db,
-                           &workspace(), dw_zero, db_zero);
-  }
-  if (propagate_down[0])
-    dnnl_->BackwardData(top[0]->cpu_diff<float>(), blobs_[0]->cpu_data<float>(),
-                        bottom[0]->mutable_cpu_diff<float>(), &workspace());
+  DnnlBackwardArgs args;
+  args.x = bottom[0]->cpu_data<float>();
+  args.dy = top[0]->cpu_diff<float>();
+  args.w = blobs_[0]->cpu_data<float>();
+  if (weight_down) args.dw = blobs_[0]->mutable_cpu_diff_to_add<float>(&args.overwrite_dw);
+  if (bias_down) args.db = blobs_[1]->mutable_cpu_diff_to_add<float>(&args.overwrite_db);
+  if (propagate_down[0]) args.dx = bottom[0]->mutable_cpu_diff<float>();
+  dnnl_->Backward(args, &workspace());
 }
 // ---- end oneDNN CPU engine ----
 

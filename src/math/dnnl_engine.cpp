@@ -239,26 +239,6 @@ namespace {
 
 using dnnl::memory;
 
-// One block of scratch memory carved into 64-byte aligned pieces: Add() the sizes, then Bind()
-// the block's base address and read each piece with At().
-class DnnlScratch {
- public:
-  // Reserves `bytes`; returns the piece's index.
-  int Add(size_t bytes) {
-    offsets_.push_back(total_);
-    total_ += (bytes + 63) / 64 * 64;
-    return static_cast<int>(offsets_.size()) - 1;
-  }
-  size_t bytes() const { return total_; }
-  void Bind(void* base) { base_ = static_cast<char*>(base); }
-  void* At(int piece) const { return base_ + offsets_[piece]; }
-
- private:
-  std::vector<size_t> offsets_;
-  size_t total_ = 0;
-  char* base_ = nullptr;
-};
-
 memory::format_tag PlainTag(size_t rank) {
   switch (rank) {
     case 1:
@@ -321,50 +301,100 @@ bool DnnlSameBytes(const memory::desc& a, const memory::desc& b) {
   return false;
 }
 
-void DnnlExecute(const dnnl::primitive& primitive, const memory::desc& scratchpad,
-                 const std::vector<DnnlOperand>& operands, Workspace* ws) {
-  DnnlScratch scratch;
-  const int pad_piece = scratch.Add(scratchpad.get_size());
-  std::vector<int> pieces(operands.size(), -1), plain_pieces(operands.size(), -1);
-  for (size_t i = 0; i < operands.size(); ++i) {
-    const DnnlOperand& op = operands[i];
-    if (!DnnlSameBytes(op.want, op.user)) pieces[i] = scratch.Add(op.want.get_size());
-    // Accumulated outputs, and outputs the caller does not want, land in plain scratch first.
-    if (op.accumulate || op.data == nullptr) plain_pieces[i] = scratch.Add(op.user.get_size());
+void DnnlExecute(const std::vector<DnnlStep>& steps, Workspace* ws) {
+  const auto rounded = [](size_t bytes) { return (bytes + 63) / 64 * 64; };
+  // Where each operand's reorder buffer (piece) and plain scratch copy (plain) lie in the block,
+  // and the earlier step whose reorder of the same input it reads (-1: its own).
+  struct Place {
+    size_t piece = SIZE_MAX, plain = SIZE_MAX;
+    int shared_from = -1;
+  };
+  std::vector<std::vector<Place>> places(steps.size());
+  const auto same_input = [](const DnnlOperand& a, const DnnlOperand& b) {
+    return !a.output && !b.output && a.data == b.data && a.user == b.user && a.want == b.want;
+  };
+  // Inputs reordered for several steps first, kept through them all; then each step's own
+  // buffers, from the same offset for every step (steps run one at a time).
+  size_t shared = 0;
+  for (size_t s = 0; s < steps.size(); ++s) {
+    places[s].resize(steps[s].operands.size());
+    for (size_t i = 0; i < steps[s].operands.size(); ++i) {
+      const DnnlOperand& op = steps[s].operands[i];
+      if (op.output || DnnlSameBytes(op.want, op.user)) continue;
+      for (size_t e = 0; e < s && places[s][i].shared_from < 0; ++e)
+        for (size_t j = 0; j < steps[e].operands.size(); ++j)
+          if (same_input(steps[e].operands[j], op)) {
+            Place& first = places[e][j];
+            if (first.piece == SIZE_MAX) {
+              first.piece = shared;
+              shared += rounded(op.want.get_size());
+            }
+            places[s][i] = {first.piece, SIZE_MAX, static_cast<int>(e)};
+            break;
+          }
+    }
   }
-  scratch.Bind(ws->Cpu(scratch.bytes()));
+  size_t total = shared;
+  std::vector<size_t> pad(steps.size());
+  for (size_t s = 0; s < steps.size(); ++s) {
+    size_t end = shared;
+    pad[s] = end;
+    end += rounded(steps[s].scratchpad.get_size());
+    for (size_t i = 0; i < steps[s].operands.size(); ++i) {
+      const DnnlOperand& op = steps[s].operands[i];
+      Place& place = places[s][i];
+      if (place.piece == SIZE_MAX && !DnnlSameBytes(op.want, op.user)) {
+        place.piece = end;
+        end += rounded(op.want.get_size());
+      }
+      // Accumulated outputs, and outputs the caller does not want, land in plain scratch first.
+      if (op.accumulate || op.data == nullptr) {
+        place.plain = end;
+        end += rounded(op.user.get_size());
+      }
+    }
+    total = std::max(total, end);
+  }
+  char* base = static_cast<char*>(ws->Cpu(total));
   dnnl::engine& engine = DnnlEngine();
   dnnl::stream& stream = DnnlStream();
-  std::unordered_map<int, memory> args;
-  args.emplace(DNNL_ARG_SCRATCHPAD, memory(scratchpad, engine, scratch.At(pad_piece)));
-  std::vector<memory> users(operands.size()), wanted(operands.size());
-  for (size_t i = 0; i < operands.size(); ++i) {
-    const DnnlOperand& op = operands[i];
-    users[i] =
-        memory(op.user, engine, plain_pieces[i] >= 0 ? scratch.At(plain_pieces[i]) : op.data);
-    wanted[i] = pieces[i] >= 0       ? memory(op.want, engine, scratch.At(pieces[i]))
-                : op.want == op.user ? users[i]
-                                     : memory(op.want, engine, users[i].get_data_handle());
-    if ((!op.output || op.read_too) && pieces[i] >= 0)
-      dnnl::reorder(users[i], wanted[i]).execute(stream, users[i], wanted[i]);
-    args.emplace(op.arg, wanted[i]);
-  }
-  primitive.execute(stream, args);
-  for (size_t i = 0; i < operands.size(); ++i) {
-    const DnnlOperand& op = operands[i];
-    if (op.output && pieces[i] >= 0)
-      dnnl::reorder(wanted[i], users[i]).execute(stream, wanted[i], users[i]);
-  }
-  stream.wait();
-  for (size_t i = 0; i < operands.size(); ++i) {
-    const DnnlOperand& op = operands[i];
-    if (!op.accumulate || op.data == nullptr) continue;
-    const float* sum = static_cast<const float*>(scratch.At(plain_pieces[i]));
-    float* out = static_cast<float*>(op.data);
-    const int64_t n = static_cast<int64_t>(op.user.get_size() / sizeof(float));
+  for (size_t s = 0; s < steps.size(); ++s) {
+    const std::vector<DnnlOperand>& operands = steps[s].operands;
+    std::unordered_map<int, memory> args;
+    args.emplace(DNNL_ARG_SCRATCHPAD, memory(steps[s].scratchpad, engine, base + pad[s]));
+    std::vector<memory> users(operands.size()), wanted(operands.size());
+    for (size_t i = 0; i < operands.size(); ++i) {
+      const DnnlOperand& op = operands[i];
+      const Place& place = places[s][i];
+      users[i] = memory(op.user, engine, place.plain != SIZE_MAX ? base + place.plain : op.data);
+      wanted[i] = place.piece != SIZE_MAX ? memory(op.want, engine, base + place.piece)
+                  : op.want == op.user    ? users[i]
+                                          : memory(op.want, engine, users[i].get_data_handle());
+      if ((!op.output || op.read_too) && place.piece != SIZE_MAX && place.shared_from < 0)
+        dnnl::reorder(users[i], wanted[i]).execute(stream, users[i], wanted[i]);
+      args.emplace(op.arg, wanted[i]);
+    }
+    steps[s].primitive->execute(stream, args);
+    for (size_t i = 0; i < operands.size(); ++i) {
+      if (operands[i].output && places[s][i].piece != SIZE_MAX)
+        dnnl::reorder(wanted[i], users[i]).execute(stream, wanted[i], users[i]);
+    }
+    stream.wait();
+    for (size_t i = 0; i < operands.size(); ++i) {
+      const DnnlOperand& op = operands[i];
+      if (!op.accumulate || op.data == nullptr) continue;
+      const float* sum = reinterpret_cast<const float*>(base + places[s][i].plain);
+      float* out = static_cast<float*>(op.data);
+      const int64_t n = static_cast<int64_t>(op.user.get_size() / sizeof(float));
 #pragma omp parallel for if (n > 65536)
-    for (int64_t j = 0; j < n; ++j) out[j] += sum[j];
+      for (int64_t j = 0; j < n; ++j) out[j] += sum[j];
+    }
   }
+}
+
+void DnnlExecute(const dnnl::primitive& primitive, const memory::desc& scratchpad,
+                 const std::vector<DnnlOperand>& operands, Workspace* ws) {
+  DnnlExecute({{&primitive, scratchpad, operands}}, ws);
 }
 
 const float* DnnlWeightCache::Get(const memory::desc& user, const memory::desc& want,
@@ -449,16 +479,6 @@ void DnnlDirectForward::Run(const dnnl::primitive& primitive, const float* x, co
   stream.wait();
 }
 
-void DnnlWeightedBackwardData(const dnnl::primitive& primitive, const dnnl::primitive_desc_base& pd,
-                              const DnnlWeightedLayout& layout, const float* dy, const float* w,
-                              float* dx, Workspace* ws) {
-  DnnlExecute(primitive, pd.scratchpad_desc(),
-              {{DNNL_ARG_DIFF_DST, layout.dst, pd.diff_dst_desc(0), const_cast<float*>(dy)},
-               {DNNL_ARG_WEIGHTS, layout.weights, pd.weights_desc(0), const_cast<float*>(w)},
-               {DNNL_ARG_DIFF_SRC, layout.src, pd.diff_src_desc(0), dx, true}},
-              ws);
-}
-
 namespace {
 // `part` as the caller holds it: in a tensor of `whole` dims (none: `part` is the whole tensor),
 // channel-blocked by `block` (0: plain).
@@ -476,21 +496,34 @@ DnnlWeightedLayout DnnlWeightedLayout::User(int src_block, int dst_block) const 
   return layout;
 }
 
-void DnnlWeightedBackwardWeights(const dnnl::primitive& primitive,
-                                 const dnnl::primitive_desc_base& pd,
-                                 const DnnlWeightedLayout& layout, const float* x, const float* dy,
-                                 float* dw, float* db, Workspace* ws, bool overwrite_dw,
-                                 bool overwrite_db) {
-  // oneDNN computes both diffs at once; one not asked for lands in scratch and is dropped.
-  std::vector<DnnlOperand> ops = {
-      {DNNL_ARG_SRC, layout.src, pd.src_desc(0), const_cast<float*>(x)},
-      {DNNL_ARG_DIFF_DST, layout.dst, pd.diff_dst_desc(0), const_cast<float*>(dy)},
-      {DNNL_ARG_DIFF_WEIGHTS, layout.weights, pd.diff_weights_desc(0), dw, true,
-       dw != nullptr && !overwrite_dw}};
-  if (layout.has_bias())
-    ops.push_back({DNNL_ARG_DIFF_BIAS, layout.bias, pd.diff_weights_desc(1), db, true,
-                   db != nullptr && !overwrite_db});
-  DnnlExecute(primitive, pd.scratchpad_desc(), ops, ws);
+std::vector<DnnlStep> DnnlWeightedBackwardSteps(const dnnl::primitive& data,
+                                                const dnnl::primitive_desc_base& data_pd,
+                                                const dnnl::primitive& weights,
+                                                const dnnl::primitive_desc_base& weights_pd,
+                                                const DnnlWeightedLayout& layout,
+                                                const DnnlBackwardArgs& args) {
+  std::vector<DnnlStep> steps;
+  float* dy = const_cast<float*>(args.dy);
+  if (args.dw != nullptr || args.db != nullptr) {
+    // oneDNN computes both diffs at once; one not asked for lands in scratch and is dropped.
+    std::vector<DnnlOperand> ops = {
+        {DNNL_ARG_SRC, layout.src, weights_pd.src_desc(0), const_cast<float*>(args.x)},
+        {DNNL_ARG_DIFF_DST, layout.dst, weights_pd.diff_dst_desc(0), dy},
+        {DNNL_ARG_DIFF_WEIGHTS, layout.weights, weights_pd.diff_weights_desc(0), args.dw, true,
+         args.dw != nullptr && !args.overwrite_dw}};
+    if (layout.has_bias())
+      ops.push_back({DNNL_ARG_DIFF_BIAS, layout.bias, weights_pd.diff_weights_desc(1), args.db,
+                     true, args.db != nullptr && !args.overwrite_db});
+    steps.push_back({&weights, weights_pd.scratchpad_desc(), std::move(ops)});
+  }
+  if (args.dx != nullptr)
+    steps.push_back(
+        {&data,
+         data_pd.scratchpad_desc(),
+         {{DNNL_ARG_DIFF_DST, layout.dst, data_pd.diff_dst_desc(0), dy},
+          {DNNL_ARG_WEIGHTS, layout.weights, data_pd.weights_desc(0), const_cast<float*>(args.w)},
+          {DNNL_ARG_DIFF_SRC, layout.src, data_pd.diff_src_desc(0), args.dx, true}}});
+  return steps;
 }
 
 #else  // without oneDNN nothing is ever blocked (ChannelBlock() is 0)

@@ -198,6 +198,22 @@ bool ChannelBlockable(const std::vector<int>& shape);
 // (through scratch from `ws`).
 void ChannelBlockedToPlain(const std::vector<int>& shape, int block, float* data, Workspace* ws);
 
+// The backward passes of a layer with weights, as DnnlWeightedPrimitives::Backward runs them.
+// dw += dW(x, dy) and db += db(dy) where they are not null (an output whose `overwrite` is set,
+// its buffer zeroed lazily by Blob::mutable_cpu_diff_to_add, is written instead, without the
+// scratch copy and the addition); then dx = op^T(dy, w) (overwrites) where dx is not null.
+// `src_block` / `dst_block` > 0: x and dx / dy are channel-blocked by that instead of plain.
+struct DnnlBackwardArgs {
+  const float* x = nullptr;
+  const float* dy = nullptr;
+  const float* w = nullptr;
+  float* dw = nullptr;
+  float* db = nullptr;
+  float* dx = nullptr;
+  bool overwrite_dw = false, overwrite_db = false;
+  int src_block = 0, dst_block = 0;
+};
+
 }  // namespace crema
 
 #ifdef CREMA_WITH_DNNL
@@ -241,8 +257,19 @@ struct DnnlOperand {
   bool read_too = false;
 };
 
-// Runs `primitive` on `operands` and waits for it; its scratchpad (DnnlUserScratchpad) and the
-// reorder buffers are carved from one block of the workspace.
+// One primitive call: the primitive, its scratchpad's descriptor and its operands.
+struct DnnlStep {
+  const dnnl::primitive* primitive;
+  dnnl::memory::desc scratchpad;
+  std::vector<DnnlOperand> operands;
+};
+
+// Runs the steps in turn and waits for them; their scratchpads (DnnlUserScratchpad) and the
+// reorder buffers are carved from one block of the workspace. An input that a later step reads
+// again from the same buffer in the same layouts (a convolution's dy, in its weight and data
+// gradients) is reordered once, for both; the other buffers of one step overlap the next step's.
+void DnnlExecute(const std::vector<DnnlStep>& steps, Workspace* ws);
+// One step.
 void DnnlExecute(const dnnl::primitive& primitive, const dnnl::memory::desc& scratchpad,
                  const std::vector<DnnlOperand>& operands, Workspace* ws);
 
@@ -265,18 +292,13 @@ void DnnlWeightedForward(const dnnl::primitive& primitive, const dnnl::primitive
                          const DnnlWeightedLayout& layout, const float* x, const float* w,
                          const float* bias, float* y, Workspace* ws, bool read_y = false,
                          DnnlDirectForward* direct = nullptr, uint64_t direct_key = 0);
-// dx = op^T(dy, w) (overwrites).
-void DnnlWeightedBackwardData(const dnnl::primitive& primitive, const dnnl::primitive_desc_base& pd,
-                              const DnnlWeightedLayout& layout, const float* dy, const float* w,
-                              float* dx, Workspace* ws);
-// dw += dW(x, dy); db += db(dy); null outputs are skipped; an output whose `overwrite` is set
-// (its buffer zeroed lazily: Blob::mutable_cpu_diff_to_add) is written instead, without the
-// scratch copy and the addition.
-void DnnlWeightedBackwardWeights(const dnnl::primitive& primitive,
-                                 const dnnl::primitive_desc_base& pd,
-                                 const DnnlWeightedLayout& layout, const float* x, const float* dy,
-                                 float* dw, float* db, Workspace* ws, bool overwrite_dw = false,
-                                 bool overwrite_db = false);
+// The two steps (weights first, for those of `args` that are asked for) on `layout`.
+std::vector<DnnlStep> DnnlWeightedBackwardSteps(const dnnl::primitive& data,
+                                                const dnnl::primitive_desc_base& data_pd,
+                                                const dnnl::primitive& weights,
+                                                const dnnl::primitive_desc_base& weights_pd,
+                                                const DnnlWeightedLayout& layout,
+                                                const DnnlBackwardArgs& args);
 
 // Weights reordered into the layout a primitive wants, kept between calls while they come from
 // the same buffer at the same SyncedMemory::generation().
@@ -371,24 +393,16 @@ struct DnnlWeightedPrimitives : DnnlWeightedLayout {
     }
     DnnlWeightedForward(primitive, pd, layout, x, w, bias, y, ws, io.read_dst, &direct, key);
   }
-  // The backward passes; `src_block` / `dst_block` > 0: dx (or x) / dy are channel-blocked by that
-  // instead of plain.
-  void BackwardData(const float* dy, const float* w, float* dx, Workspace* ws, int src_block = 0,
-                    int dst_block = 0) {
+  // The backward passes (DnnlBackwardArgs), in one DnnlExecute: a dy both read in a layout of
+  // their own is reordered once.
+  void Backward(const DnnlBackwardArgs& args, Workspace* ws) {
     CREMA_ASSERT(supported, "oneDNN backward before a successful Prepare");
+    if (args.dw == nullptr && args.db == nullptr && args.dx == nullptr) return;
     if (!backward_ready) CreateBackward();
     backward_ready = true;
-    DnnlWeightedBackwardData(bwd_data, bwd_data_pd, User(src_block, dst_block), dy, w, dx, ws);
-  }
-  void BackwardWeights(const float* x, const float* dy, float* dw, float* db, Workspace* ws,
-                       bool overwrite_dw = false, bool overwrite_db = false, int src_block = 0,
-                       int dst_block = 0) {
-    CREMA_ASSERT(supported, "oneDNN backward before a successful Prepare");
-    if (dw == nullptr && db == nullptr) return;
-    if (!backward_ready) CreateBackward();
-    backward_ready = true;
-    DnnlWeightedBackwardWeights(bwd_weights, bwd_weights_pd, User(src_block, dst_block), x, dy, dw,
-                                db, ws, overwrite_dw, overwrite_db);
+    DnnlExecute(DnnlWeightedBackwardSteps(bwd_data, bwd_data_pd, bwd_weights, bwd_weights_pd,
+                                          User(args.src_block, args.dst_block), args),
+                ws);
   }
 
   bool prepared = false, supported = false, backward_ready = false;
