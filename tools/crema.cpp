@@ -47,13 +47,15 @@ DEFINE_bool(fuse_sum, true,
             "added inside the convolution that produced its other input, with the Eltwise's ReLU "
             "(one pass over memory less; every value the same). --fuse-sum=false runs it as a "
             "layer of its own.");
-DEFINE_bool(channel_blocked, true,
-            "On the CPU with oneDNN, under a memory plan (train, test, time, forward, classify, "
-            "detect): activations between oneDNN layers (convolutions, pooling) "
-            "and the elementwise or channel-concatenating layers between them stay in oneDNN's "
-            "channel-blocked layout instead of being reordered in and out at every layer, and "
-            "in training their gradients too (inputs, outputs and kept blobs stay plain; the "
-            "results are the same). --channel-blocked=false reorders at every layer.");
+DEFINE_bool(
+    channel_blocked, true,
+    "On the CPU with oneDNN, under a memory plan (train, test, time, forward, classify, "
+    "detect): activations between oneDNN layers (convolutions, pooling) "
+    "and the BatchNorm groups, elementwise or channel-concatenating layers between them stay "
+    "in oneDNN's "
+    "channel-blocked layout instead of being reordered in and out at every layer, and "
+    "in training their gradients too (inputs, outputs and kept blobs stay plain; the "
+    "results are the same). --channel-blocked=false reorders at every layer.");
 
 namespace crema::cli {
 

@@ -11,6 +11,7 @@
 #include "layers/scale/scale_layer.hpp"
 #include "math/activation.hpp"
 #include "math/channel_loops.hpp"
+#include "math/dnnl_engine.hpp"
 
 namespace crema {
 
@@ -57,8 +58,9 @@ void BatchNormLayer::Reshape(const BlobVec& bottom, const BlobVec& top) {
   std_.assign(channels_, 1.0);
 }
 
-template <typename T>
+template <typename T, int B>
 void BatchNormLayer::ForwardT(const Blob& bottom, Blob* top) {
+  constexpr cpu::Block<B> block;
   const T* bottom_data = bottom.cpu_data<T>();
   T* top_data = top->mutable_cpu_data<T>();
   const int64_t m = static_cast<int64_t>(num_) * spatial_dim_;
@@ -77,7 +79,8 @@ void BatchNormLayer::ForwardT(const Blob& bottom, Blob* top) {
     // read the blob once more: a pass over the largest activations of a training iteration.
     std::vector<double> pivot(channels_, 0.0);
     if (m > 0)
-      for (int c = 0; c < channels_; ++c) pivot[c] = bottom_data[c * spatial_dim_];
+      for (int c = 0; c < channels_; ++c)
+        pivot[c] = bottom_data[cpu::ChannelStart(c, spatial_dim_, block)];
     cpu::ChannelSumPairs<double>(
         num_, channels_, spatial_dim_,
         [bottom_data, &pivot](int64_t c, int64_t k, double* s) {
@@ -85,7 +88,7 @@ void BatchNormLayer::ForwardT(const Blob& bottom, Blob* top) {
           s[0] = d;
           s[1] = d * d;
         },
-        mean.data(), var.data());
+        mean.data(), var.data(), block);
     for (int c = 0; c < channels_; ++c) {
       const double shift = m > 0 ? mean[c] / m : 0;
       mean[c] = pivot[c] + shift;
@@ -122,26 +125,35 @@ void BatchNormLayer::ForwardT(const Blob& bottom, Blob* top) {
   const T slope = static_cast<T>(ran_fused_slope_);
   // Each combination its own loop, so that each vectorises.
   const auto normalize = [&](auto keep, auto fused, auto with_bias, auto with_relu) {
-    cpu::ForEachChannelPlane(num_, channels_, spatial_dim_, [&](int64_t c, int64_t offset) {
-      const T mu = static_cast<T>(mean[c]);
-      const T inv_std = static_cast<T>(1 / std_[c]);
-      const T* x = bottom_data + offset;
-      T* kept = decltype(keep)::value ? x_norm + offset : nullptr;
-      T* out = top_data + offset;
-      const T s = fused ? scale[c] : T(1), b = with_bias ? bias[c] : T(0);
-      for (int64_t i = 0; i < spatial_dim_; ++i) {
-        const T y = (x[i] - mu) * inv_std;
-        if constexpr (decltype(keep)::value) kept[i] = y;
-        if constexpr (!decltype(fused)::value) {
-          out[i] = y;
-        } else {
-          T z = y * s;
-          if constexpr (decltype(with_bias)::value) z = z + b;
-          if constexpr (decltype(with_relu)::value) z = ReLUValue(z, slope);
-          out[i] = z;
-        }
-      }
-    });
+    cpu::ForEachChannelPlane(
+        num_, channels_, spatial_dim_,
+        [&](int64_t c0, int64_t offset) {
+          // The block's constants in arrays of its own (the writes below cannot alias them).
+          T mu[B], inv_std[B], s[B], b[B];
+          for (int j = 0; j < B; ++j) {
+            mu[j] = static_cast<T>(mean[c0 + j]);
+            inv_std[j] = static_cast<T>(1 / std_[c0 + j]);
+            s[j] = fused ? scale[c0 + j] : T(1);
+            b[j] = with_bias ? bias[c0 + j] : T(0);
+          }
+          const T* x = bottom_data + offset;
+          T* kept = decltype(keep)::value ? x_norm + offset : nullptr;
+          T* out = top_data + offset;
+          for (int64_t i = 0; i < spatial_dim_ * B; i += B)
+            for (int j = 0; j < B; ++j) {
+              const T y = (x[i + j] - mu[j]) * inv_std[j];
+              if constexpr (decltype(keep)::value) kept[i + j] = y;
+              if constexpr (!decltype(fused)::value) {
+                out[i + j] = y;
+              } else {
+                T z = y * s[j];
+                if constexpr (decltype(with_bias)::value) z = z + b[j];
+                if constexpr (decltype(with_relu)::value) z = ReLUValue(z, slope);
+                out[i + j] = z;
+              }
+            }
+        },
+        block);
   };
   using Yes = std::true_type;
   using No = std::false_type;
@@ -159,17 +171,23 @@ void BatchNormLayer::ForwardT(const Blob& bottom, Blob* top) {
     relu ? with_keep(Yes{}, No{}, Yes{}) : with_keep(Yes{}, No{}, No{});
 }
 
-template <typename T>
+template <typename T, int B>
 void BatchNormLayer::BackwardT(const Blob& top, Blob* bottom) {
+  constexpr cpu::Block<B> block;
   // In place, top diff and bottom diff are one buffer: read all sums before writing.
   const T* top_diff = top.cpu_diff<T>();
   T* bottom_diff = bottom->mutable_cpu_diff<T>();
   if (use_global_stats_) {
-    cpu::ForEachChannelPlane(num_, channels_, spatial_dim_, [&](int64_t c, int64_t offset) {
-      const T inv_std = static_cast<T>(1 / std_[c]);
-      for (int64_t i = 0; i < spatial_dim_; ++i)
-        bottom_diff[offset + i] = top_diff[offset + i] * inv_std;
-    });
+    cpu::ForEachChannelPlane(
+        num_, channels_, spatial_dim_,
+        [&](int64_t c0, int64_t offset) {
+          T inv_std[B];
+          for (int j = 0; j < B; ++j) inv_std[j] = static_cast<T>(1 / std_[c0 + j]);
+          for (int64_t i = 0; i < spatial_dim_ * B; i += B)
+            for (int j = 0; j < B; ++j)
+              bottom_diff[offset + i + j] = top_diff[offset + i + j] * inv_std[j];
+        },
+        block);
     return;
   }
   const T* y = x_norm_.cpu_data<T>();
@@ -181,15 +199,22 @@ void BatchNormLayer::BackwardT(const Blob& top, Blob* bottom) {
         s[0] = static_cast<double>(top_diff[k]);
         s[1] = static_cast<double>(top_diff[k]) * y[k];
       },
-      sum_dy.data(), sum_dy_y.data());
-  cpu::ForEachChannelPlane(num_, channels_, spatial_dim_, [&](int64_t c, int64_t offset) {
-    const T mean_dy = static_cast<T>(sum_dy[c] / m);
-    const T mean_dy_y = static_cast<T>(sum_dy_y[c] / m);
-    const T inv_std = static_cast<T>(1 / std_[c]);
-    for (int64_t i = 0; i < spatial_dim_; ++i)
-      bottom_diff[offset + i] =
-          (top_diff[offset + i] - mean_dy - y[offset + i] * mean_dy_y) * inv_std;
-  });
+      sum_dy.data(), sum_dy_y.data(), block);
+  cpu::ForEachChannelPlane(
+      num_, channels_, spatial_dim_,
+      [&](int64_t c0, int64_t offset) {
+        T mean_dy[B], mean_dy_y[B], inv_std[B];
+        for (int j = 0; j < B; ++j) {
+          mean_dy[j] = static_cast<T>(sum_dy[c0 + j] / m);
+          mean_dy_y[j] = static_cast<T>(sum_dy_y[c0 + j] / m);
+          inv_std[j] = static_cast<T>(1 / std_[c0 + j]);
+        }
+        for (int64_t i = offset; i < offset + spatial_dim_ * B; i += B)
+          for (int j = 0; j < B; ++j)
+            bottom_diff[i + j] =
+                (top_diff[i + j] - mean_dy[j] - y[i + j] * mean_dy_y[j]) * inv_std[j];
+      },
+      block);
 }
 
 void BatchNormLayer::set_fused_scale(ScaleLayer* scale, bool relu, float negative_slope) {
@@ -198,30 +223,68 @@ void BatchNormLayer::set_fused_scale(ScaleLayer* scale, bool relu, float negativ
   scale_relu_slope_ = negative_slope;
 }
 
+bool BatchNormLayer::ReadsChannelBlocked(const BlobVec& bottom, const BlobVec& top) {
+  return fused_scale_ != nullptr && (top[0] == bottom[0] || top[0]->channel_block_allowed());
+}
+
+bool BatchNormLayer::BackwardReadsChannelBlocked(const BlobVec& top, const BlobVec& bottom) {
+  // The top's value too: the fused ReLU's gradient reads it.
+  return forward_block_ > 0 && top[0]->cpu_diff_channel_block() == forward_block_ &&
+         top[0]->cpu_channel_block() == forward_block_ &&
+         (top[0] == bottom[0] || bottom[0]->channel_block_allowed());
+}
+
+void BatchNormLayer::PlainXNorm() {
+  const SyncedMemory* memory = x_norm_.data().get();
+  if (memory == nullptr || memory->channel_block() == 0) return;
+  ChannelBlockedToPlain(x_norm_.shape(), memory->channel_block(), x_norm_.mutable_cpu_data<float>(),
+                        &workspace());
+  x_norm_.data()->set_channel_block(0);
+}
+
+int BatchNormLayer::BackwardBlock(const Blob& top) {
+  const int block = top.cpu_diff_channel_block();
+  if (block == 0) PlainXNorm();
+  CREMA_ASSERT(block == 0 || block == forward_block_, name(), ": gradient blocked by ", block,
+               ", values by ", forward_block_);
+  return block;
+}
+
 void BatchNormLayer::ForwardCpu(const BlobVec& bottom, const BlobVec& top) {
   ran_fused_ = fused_scale_;
   ran_fused_relu_ = scale_relu_;
   ran_fused_slope_ = scale_relu_slope_;
-  CREMA_DISPATCH_FLOAT(dtype(), T, ForwardT<T>(*bottom[0], top[0]));
+  // Blocked only where the net let it through (ReadsChannelBlocked): the top, and y, alike.
+  forward_block_ = bottom[0]->cpu_channel_block();
+  cpu::WithChannelBlock(forward_block_, [&](auto block) {
+    CREMA_DISPATCH_FLOAT(dtype(), T, ForwardT<T, decltype(block)::value>(*bottom[0], top[0]));
+  });
+  for (Blob* blob : {top[0] != bottom[0] ? top[0] : nullptr, keeps_x_norm() ? &x_norm_ : nullptr})
+    if (blob != nullptr && blob->data()) blob->data()->set_channel_block(forward_block_);
 }
 
 void BatchNormLayer::BackwardCpu(const BlobVec& top, const std::vector<bool>& propagate_down,
                                  const BlobVec& bottom) {
   // The statistics get no gradient, whatever param_propagate_down says.
   if (!propagate_down[0]) return;
-  CREMA_DISPATCH_FLOAT(dtype(), T, BackwardT<T>(*top[0], bottom[0]));
+  const int block = BackwardBlock(*top[0]);
+  cpu::WithChannelBlock(block, [&](auto b) {
+    CREMA_DISPATCH_FLOAT(dtype(), T, BackwardT<T, decltype(b)::value>(*top[0], bottom[0]));
+  });
+  if (top[0] != bottom[0] && bottom[0]->diff()) bottom[0]->diff()->set_channel_block(block);
 }
 
-template <typename T>
+template <typename T, int B>
 void BatchNormLayer::BackwardFusedT(Blob* top, bool propagate_down, Blob* bottom) {
   if (ran_fused_relu_)
-    BackwardFusedT<T, true>(top, propagate_down, bottom);
+    BackwardFusedT<T, true, B>(top, propagate_down, bottom);
   else
-    BackwardFusedT<T, false>(top, propagate_down, bottom);
+    BackwardFusedT<T, false, B>(top, propagate_down, bottom);
 }
 
-template <typename T, bool kRelu>
+template <typename T, bool kRelu, int B>
 void BatchNormLayer::BackwardFusedT(Blob* top, bool propagate_down, Blob* bottom) {
+  constexpr cpu::Block<B> block;
   const ScaleLayer& scale_layer = *ran_fused_;
   // The gradient of the Scale's output: through the fused ReLU as ReLULayer::Backward takes it
   // (reading the ReLU's output, the top's data).
@@ -253,10 +316,12 @@ void BatchNormLayer::BackwardFusedT(Blob* top, bool propagate_down, Blob* bottom
       if (bias_diff != nullptr) bias_diff[c] = bias_diff[c] + bias_sums[c];
     }
   };
-  // dx (and the Scale's input gradient dy = dz * scale, when kept) per plane: f(dy, y) with the
-  // plane's constants captured by value (so that the writes cannot alias them).
-  const auto input_gradient = [&](int64_t c, int64_t offset, const auto& f) {
-    const T s = scale[c];
+  // dx (and the Scale's input gradient dy = dz * scale, when kept) per block of channels:
+  // f(j, dy, y) for channel c0 + j, with the block's constants captured by value (so that the
+  // writes cannot alias them).
+  const auto input_gradient = [&](int64_t c0, int64_t offset, const auto& f) {
+    T s[B];
+    for (int j = 0; j < B; ++j) s[j] = scale[c0 + j];
     const T* dz_top = dout + offset;
     const T* relu_out = out + offset;
     const T* y_plane = y + offset;
@@ -267,14 +332,20 @@ void BatchNormLayer::BackwardFusedT(Blob* top, bool propagate_down, Blob* bottom
     };
     if (scale_input_diff != nullptr) {
       T* dy_plane = scale_input_diff + offset;
-      for (int64_t i = 0; i < spatial_dim_; ++i) {
-        const T dy = g(i) * s;
-        dy_plane[i] = dy;
-        dx_plane[i] = f(dy, y_plane[i]);
-      }
+      for (int64_t i = 0; i < spatial_dim_ * B; i += B)
+        for (int j = 0; j < B; ++j) {
+          const T dy = g(i + j) * s[j];
+          dy_plane[i + j] = dy;
+          dx_plane[i + j] = f(j, dy, y_plane[i + j]);
+        }
     } else {
-      for (int64_t i = 0; i < spatial_dim_; ++i) dx_plane[i] = f(g(i) * s, y_plane[i]);
+      for (int64_t i = 0; i < spatial_dim_ * B; i += B)
+        for (int j = 0; j < B; ++j) dx_plane[i + j] = f(j, g(i + j) * s[j], y_plane[i + j]);
     }
+  };
+  // The per-channel constants of a block, in an array the lambdas copy.
+  struct Constants {
+    T v[B];
   };
   if (!use_global_stats_ && propagate_down) {
     // One pass for the four sums the three layers take: the Scale's (in T) and the BatchNorm's
@@ -290,16 +361,22 @@ void BatchNormLayer::BackwardFusedT(Blob* top, bool propagate_down, Blob* bottom
           d[0] = static_cast<double>(dy);
           d[1] = static_cast<double>(dy) * y[k];
         },
-        scale_sums.data(), bias_sums.data(), sum_dy.data(), sum_dy_y.data());
+        scale_sums.data(), bias_sums.data(), sum_dy.data(), sum_dy_y.data(), block);
     accumulate();
-    cpu::ForEachChannelPlane(num_, channels_, spatial_dim_, [&](int64_t c, int64_t offset) {
-      const T mean_dy = static_cast<T>(sum_dy[c] / m);
-      const T mean_dy_y = static_cast<T>(sum_dy_y[c] / m);
-      const T inv_std = static_cast<T>(1 / std_[c]);
-      input_gradient(c, offset, [=](T dy, T y_value) {
-        return (dy - mean_dy - y_value * mean_dy_y) * inv_std;
-      });
-    });
+    cpu::ForEachChannelPlane(
+        num_, channels_, spatial_dim_,
+        [&](int64_t c0, int64_t offset) {
+          Constants mean_dy, mean_dy_y, inv_std;
+          for (int j = 0; j < B; ++j) {
+            mean_dy.v[j] = static_cast<T>(sum_dy[c0 + j] / m);
+            mean_dy_y.v[j] = static_cast<T>(sum_dy_y[c0 + j] / m);
+            inv_std.v[j] = static_cast<T>(1 / std_[c0 + j]);
+          }
+          input_gradient(c0, offset, [=](int j, T dy, T y_value) {
+            return (dy - mean_dy.v[j] - y_value * mean_dy_y.v[j]) * inv_std.v[j];
+          });
+        },
+        block);
     return;
   }
   // Global statistics, or no input gradient: the Scale's sums alone (as ChannelSums<T> takes
@@ -307,21 +384,29 @@ void BatchNormLayer::BackwardFusedT(Blob* top, bool propagate_down, Blob* bottom
   if (scale_diff != nullptr || bias_diff != nullptr) {
     cpu::ChannelSums<T>(
         num_, channels_, spatial_dim_, [&](int64_t, int64_t k) { return dz(k) * y[k]; },
-        scale_sums.data());
+        scale_sums.data(), block);
     cpu::ChannelSums<T>(
-        num_, channels_, spatial_dim_, [&](int64_t, int64_t k) { return dz(k); }, bias_sums.data());
+        num_, channels_, spatial_dim_, [&](int64_t, int64_t k) { return dz(k); }, bias_sums.data(),
+        block);
     accumulate();
   }
   if (relu_input_diff != nullptr) {
-    cpu::ForEachChannelPlane(num_, channels_, spatial_dim_, [&](int64_t, int64_t offset) {
-      for (int64_t k = offset; k < offset + spatial_dim_; ++k) relu_input_diff[k] = dz(k);
-    });
+    cpu::ForEachChannelPlane(
+        num_, channels_, spatial_dim_,
+        [&](int64_t, int64_t offset) {
+          for (int64_t k = offset; k < offset + spatial_dim_ * B; ++k) relu_input_diff[k] = dz(k);
+        },
+        block);
   }
   if (dx == nullptr) return;
-  cpu::ForEachChannelPlane(num_, channels_, spatial_dim_, [&](int64_t c, int64_t offset) {
-    const T inv_std = static_cast<T>(1 / std_[c]);
-    input_gradient(c, offset, [=](T dy, T) { return dy * inv_std; });
-  });
+  cpu::ForEachChannelPlane(
+      num_, channels_, spatial_dim_,
+      [&](int64_t c0, int64_t offset) {
+        Constants inv_std;
+        for (int j = 0; j < B; ++j) inv_std.v[j] = static_cast<T>(1 / std_[c0 + j]);
+        input_gradient(c0, offset, [=](int j, T dy, T) { return dy * inv_std.v[j]; });
+      },
+      block);
 }
 
 void BatchNormLayer::BackwardFused(const BlobVec& top, bool propagate_down, const BlobVec& bottom) {
@@ -330,7 +415,13 @@ void BatchNormLayer::BackwardFused(const BlobVec& top, bool propagate_down, cons
 #ifdef CREMA_WITH_CUDA
   if (device().is_cuda()) return BackwardFusedGpu(top, propagate_down, bottom);
 #endif
-  CREMA_DISPATCH_FLOAT(dtype(), T, BackwardFusedT<T>(top[0], propagate_down, bottom[0]));
+  const int block = BackwardBlock(*top[0]);
+  cpu::WithChannelBlock(block, [&](auto b) {
+    CREMA_DISPATCH_FLOAT(dtype(), T,
+                         BackwardFusedT<T, decltype(b)::value>(top[0], propagate_down, bottom[0]));
+  });
+  if (propagate_down && top[0] != bottom[0] && bottom[0]->diff())
+    bottom[0]->diff()->set_channel_block(block);
 }
 
 CREMA_REGISTER_LAYER(BatchNorm, BatchNormLayer);

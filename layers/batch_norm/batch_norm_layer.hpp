@@ -59,6 +59,18 @@ class BatchNormLayer final : public Layer {
   bool ran_fused() const { return ran_fused_ != nullptr; }
   void ForgetFusedForward() { ran_fused_ = nullptr; }
   bool ran_fused_relu() const { return ran_fused_ != nullptr && ran_fused_relu_; }
+  // Channel-blocked values (src/net/net_layout.cpp): fused with its Scale (a BatchNorm group),
+  // the layer reads a blocked bottom and writes its top, and keeps y, in that layout; its
+  // gradients follow, as the top's gradient arrives (the per-channel sums in the same order
+  // either way: the same bits). Alone, plain. Chains start at a convolution, never here.
+  ChannelBlocking channel_blocking() const override { return ChannelBlocking::kEngine; }
+  bool ReadsChannelBlocked(const BlobVec& bottom, const BlobVec& top) override;
+  bool ChannelBlockedOnlyFromBlocked() const override { return true; }
+  bool BackwardReadsChannelBlocked(const BlobVec& top, const BlobVec& bottom) override;
+  // Puts the kept y back into the plain layout where the last Forward left it blocked: before
+  // the Scale reads it in a Backward of its own (the net's; the group's fused Backward and this
+  // layer's own take care of it).
+  void PlainXNorm();
 
  protected:
   void ForwardCpu(const BlobVec& bottom, const BlobVec& top) override;
@@ -66,14 +78,18 @@ class BatchNormLayer final : public Layer {
                    const BlobVec& bottom) override;
 
  private:
-  template <typename T>
+  // B: the blobs' channel block (1: plain; math/channel_loops.hpp).
+  template <typename T, int B>
   void ForwardT(const Blob& bottom, Blob* top);
-  template <typename T>
+  template <typename T, int B>
   void BackwardT(const Blob& top, Blob* bottom);
-  template <typename T>
+  template <typename T, int B>
   void BackwardFusedT(Blob* top, bool propagate_down, Blob* bottom);
-  template <typename T, bool kRelu>
+  template <typename T, bool kRelu, int B>
   void BackwardFusedT(Blob* top, bool propagate_down, Blob* bottom);
+  // The channel block of the top's gradient a backward pass reads (0: plain), y put into that
+  // layout first (blocked to plain where the gradient arrives plain).
+  int BackwardBlock(const Blob& top);
   void BackwardFusedGpu(const BlobVec& top, bool propagate_down, const BlobVec& bottom);
 
   bool use_global_stats_ = false;
@@ -95,6 +111,8 @@ class BatchNormLayer final : public Layer {
   ScaleLayer* ran_fused_ = nullptr;
   bool ran_fused_relu_ = false;
   float ran_fused_slope_ = 0;
+  // The channel block of the last Forward's bottom, top and y (0: plain).
+  int forward_block_ = 0;
   // GPU: per channel, in double: mean, 1 / sqrt(var + eps), mean(dy), mean(dy * y).
   Blob stats_gpu_{DataType::kFloat64};
 

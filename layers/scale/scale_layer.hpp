@@ -36,6 +36,10 @@ class ScaleLayer final : public Layer {
   // The learned bias (null without bias_term) and whether Backward computes its diff.
   Blob* bias_blob() const { return bias_term_ ? blobs_[bias_param_id_].get() : nullptr; }
   bool bias_diff_wanted() const { return bias_term_ && param_propagate_down(bias_param_id_); }
+  // Channel-blocked values (src/net/net_layout.cpp): in a BatchNorm group the BatchNorm computes
+  // this layer on them (BatchNormLayer::ReadsChannelBlocked); run alone it reads them plain.
+  ChannelBlocking channel_blocking() const override { return ChannelBlocking::kEngine; }
+  bool ChannelBlockedOnlyFromBlocked() const override { return true; }
 
   int MinBottomBlobs() const override { return 1; }
   int MaxBottomBlobs() const override { return 2; }

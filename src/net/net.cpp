@@ -659,8 +659,8 @@ void Net::BackwardFromTo(int start, int end) {
     if (const int bn = FusedBackwardGroup(i, start, end); bn >= 0) {
       // The ReLU's, the Scale's and the BatchNorm's backward in one BatchNorm call.
       const bool bottom_down = layer_need_backward_[bn] && bottom_need_backward_[bn][0];
-      if (channel_blocked_active_)
-        for (int l : {group_scale_of_[bn], bn}) ChannelBlockedBackwardBefore(l, layers_[l].get());
+      // (The group's blobs are the BatchNorm's: its in-place Scale's are its top.)
+      if (channel_blocked_active_) ChannelBlockedBackwardBefore(bn, layers_[bn].get());
       AmpBefore(bn, true);
       static_cast<BatchNormLayer*>(layers_[bn].get())
           ->BackwardFused(layer_tops_[bn], bottom_down, layer_bottoms_[bn]);
@@ -671,7 +671,12 @@ void Net::BackwardFromTo(int start, int end) {
     }
     if (!layer_need_backward_[i]) continue;
     const bool relu_fused = PrepareFusedReLUBackward(i, end);
-    if (channel_blocked_active_) ChannelBlockedBackwardBefore(i, layers_[i].get());
+    if (channel_blocked_active_) {
+      // A group's Scale reads the BatchNorm's kept y in a Backward of its own: plain, as it.
+      if (const int bn = fused_into_batch_norm_[i]; bn >= 0 && group_scale_of_[bn] == i)
+        static_cast<BatchNormLayer*>(layers_[bn].get())->PlainXNorm();
+      ChannelBlockedBackwardBefore(i, layers_[i].get());
+    }
     BackwardLayer(i);
     if (channel_blocked_active_) ChannelBlockedBackwardAfter(i);
     if (relu_fused) AfterFusedReLUBackward(i);

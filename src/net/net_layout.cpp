@@ -12,6 +12,8 @@
 #include <atomic>
 
 #include "crema/net.hpp"
+#include "layers/batch_norm/batch_norm_layer.hpp"
+#include "layers/scale/scale_layer.hpp"
 #include "math/dnnl_engine.hpp"
 #include "net/memory_plan.hpp"
 
@@ -83,6 +85,18 @@ void Net::PlanChannelBlocked() {
     allowed[b] = memory_layout_->blobs[b].data_note.empty() &&
                  (!training || memory_layout_->blobs[b].diff_note.empty()) &&
                  blobs_[b]->dtype() == DataType::kFloat32 && ChannelBlockable(blobs_[b]->shape());
+  // How layer l takes blocked values. BatchNorm and Scale take them as a BatchNorm group only
+  // (the BatchNorm computing both: BatchNormLayer::ReadsChannelBlocked); alone, plain.
+  const auto use_of = [&](int l) {
+    if (folded_into_[l] >= 0) return Layer::ChannelBlocking::kPassThrough;
+    const Layer* layer = layers_[l].get();
+    const int bn = fused_into_batch_norm_[l];
+    const bool grouped = group_scale_of_[l] >= 0 || (bn >= 0 && group_scale_of_[bn] == l);
+    if (!grouped && (dynamic_cast<const BatchNormLayer*>(layer) != nullptr ||
+                     dynamic_cast<const ScaleLayer*>(layer) != nullptr))
+      return Layer::ChannelBlocking::kNone;
+    return layer->channel_blocking();
+  };
   // A blob stays allowed while every layer reading it takes the blocked layout (forward and, in
   // training, backward: the layers that read its data write its gradient); a pass-through
   // reader (and a layer folded into a convolution, whose top aliases its bottom) also needs its
@@ -90,8 +104,7 @@ void Net::PlanChannelBlocked() {
   for (bool changed = true; changed;) {
     changed = false;
     for (int l = 0; l < num_layers(); ++l) {
-      const Layer::ChannelBlocking use = folded_into_[l] >= 0 ? Layer::ChannelBlocking::kPassThrough
-                                                              : layers_[l]->channel_blocking();
+      const Layer::ChannelBlocking use = use_of(l);
       bool tops_allowed = true;
       for (int t : top_id_vecs_[l]) tops_allowed = tops_allowed && allowed[t];
       const bool takes = use == Layer::ChannelBlocking::kEngine ||
@@ -117,8 +130,7 @@ void Net::PlanChannelBlocked() {
   // oneDNN's kernels only, where crema's won their races, 1.04x slower iterations.)
   std::vector<char>& arrives = channel_block_arrives_;
   for (int l = 0; l < num_layers(); ++l) {
-    const Layer::ChannelBlocking use = folded_into_[l] >= 0 ? Layer::ChannelBlocking::kPassThrough
-                                                            : layers_[l]->channel_blocking();
+    const Layer::ChannelBlocking use = use_of(l);
     const bool from_blocked =
         use == Layer::ChannelBlocking::kEngine && layers_[l]->ChannelBlockedOnlyFromBlocked();
     bool bottoms_blocked = !bottom_id_vecs_[l].empty(), tops_allowed = true, chained = false;

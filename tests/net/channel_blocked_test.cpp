@@ -244,9 +244,9 @@ TEST(ChannelBlocked, AutomaticEngineChoiceOnBlockedData) {
 }
 
 // Training: oneDNN convolutions and pooling (blocked forward and backward), pass-through layers
-// whose gradients pass blocked (ReLU, Split, Eltwise SUM and PROD, Concat on channels), and
-// readers of plain values and gradients only between them (a BatchNorm group with its Scale and
-// ReLU, LRN, a Concat on another axis, the loss).
+// whose gradients pass blocked (ReLU, Split, Eltwise SUM and PROD, Concat on channels), a
+// BatchNorm group with its Scale and ReLU (blocked, its sums in the plain order), and readers of
+// plain values and gradients only between them (LRN, a Concat on another axis, the loss).
 const char* kTrainingReaders = R"(
   layer { name: "data" type: "Input" top: "data"
           input_param { shape { dim: 2 dim: 3 dim: 19 dim: 17 } } }
@@ -312,11 +312,12 @@ TEST(ChannelBlocked, TrainingGivesThePlainBits) {
   EXPECT_EQ(AllowedBlobs(*plain), 0);
   if (ChannelBlock() > 0) {
     // conv1's output passes blocked to conv2 through the ReLU (value, then gradient), and so on
-    // through the MAX pooling; not d (the BatchNorm's), e (read by the Concat on axis 3) or f
+    // through the MAX pooling and the BatchNorm group; not e (read by the Concat on axis 3) or f
     // (LRN's).
-    for (const char* name : {"conv1", "conv2", "pool1", "a", "b", "sum", "c", "k", "prod", "cat"})
+    for (const char* name :
+         {"conv1", "conv2", "pool1", "a", "b", "sum", "c", "k", "prod", "cat", "d"})
       EXPECT_TRUE(blocked->blob_by_name(name)->channel_block_allowed()) << name;
-    for (const char* name : {"data", "d", "e", "f", "lrn", "pool2", "fc"})
+    for (const char* name : {"data", "e", "f", "lrn", "pool2", "fc"})
       EXPECT_FALSE(blocked->blob_by_name(name)->channel_block_allowed()) << name;
   }
   // The same weights, each net its own (the updates below change them).
@@ -335,9 +336,13 @@ TEST(ChannelBlocked, TrainingGivesThePlainBits) {
       // Values and gradients stayed blocked between layers (the last writer of each planned
       // buffer decides what it holds after the pass).
       for (const BlobPtr& blob : net->blobs()) blocked_values += blob->cpu_channel_block() > 0;
+      // The BatchNorm group computed on blocked values, and its gradient (in place) blocked.
+      const Blob& d = *net->blob_by_name("d");
+      if (k == 1 && ChannelBlock() > 0) EXPECT_EQ(d.cpu_channel_block(), ChannelBlock());
       net->Backward();
       for (const BlobPtr& blob : net->blobs())
         blocked_gradients += blob->cpu_diff_channel_block() > 0;
+      if (k == 1 && ChannelBlock() > 0) EXPECT_EQ(d.cpu_diff_channel_block(), ChannelBlock());
     }
     if (ChannelBlock() > 0) {
       EXPECT_GT(blocked_values, 0) << "iteration " << iteration;
@@ -356,6 +361,37 @@ TEST(ChannelBlocked, TrainingGivesThePlainBits) {
     plain->Update();
     blocked->Update();
   }
+}
+
+// A BatchNorm group that ran fused on blocked values, whose backward runs layer by layer (a
+// BackwardFromTo starting at its Scale): the Scale reads the BatchNorm's kept y put back to
+// plain, and the gradients are the plain net's bits.
+TEST(ChannelBlocked, BatchNormGroupBackwardLayerByLayerGivesThePlainBits) {
+  ScopedCpuEngine dnnl(CpuEngine::kDnnl);
+  const NetParameter param = Parse(kTrainingReaders);
+  auto plain = BuildTraining(param, false);
+  auto blocked = BuildTraining(param, true);
+  testing::RandomInferenceWeights(plain.get(), 100);
+  testing::RandomInferenceWeights(blocked.get(), 100);
+  const auto index = [&](const char* name) {
+    const std::vector<std::string>& names = plain->layer_names();
+    return static_cast<int>(std::find(names.begin(), names.end(), name) - names.begin());
+  };
+  for (Net* net : {plain.get(), blocked.get()}) {
+    testing::FillUniform(net->blob_by_name("data").get(), -1, 1, 3);
+    testing::FillUniform(net->blob_by_name("target").get(), -1, 1, 4);
+    net->ClearParamDiffs();
+    net->Forward();
+    if (net == blocked.get() && ChannelBlock() > 0)
+      EXPECT_EQ(net->blob_by_name("d")->cpu_channel_block(), ChannelBlock());
+    net->BackwardFromTo(net->num_layers() - 1, index("relu4"));
+    net->BackwardFromTo(index("scale"), 0);
+  }
+  const auto& want = plain->learnable_params();
+  const auto& got = blocked->learnable_params();
+  ASSERT_EQ(want.size(), got.size());
+  for (size_t p = 0; p < want.size(); ++p)
+    EXPECT_TRUE(testing::SameBits(*want[p], *got[p], true)) << "gradient of parameter " << p;
 }
 
 // The automatic choice in a net that trains: its races run the backward passes on the layouts
@@ -411,6 +447,14 @@ TEST_P(ZooDeploy, BlockedOutputsEqualPlain) {
   NetParameter param;
   ReadNetParamsFromTextFile(std::string(CREMA_SOURCE_DIR) + "/models/" + GetParam(), &param);
   ExpectBlockedEqualsPlain(param, true, 1);
+}
+
+// Without BatchNorm folding, the BatchNorm groups (global statistics) run on blocked values.
+TEST_P(ZooDeploy, BlockedOutputsEqualPlainWithBatchNormGroups) {
+  ScopedCpuEngine dnnl(CpuEngine::kDnnl);
+  NetParameter param;
+  ReadNetParamsFromTextFile(std::string(CREMA_SOURCE_DIR) + "/models/" + GetParam(), &param);
+  ExpectBlockedEqualsPlain(param, false, 1);
 }
 
 INSTANTIATE_TEST_SUITE_P(Models, ZooDeploy,
