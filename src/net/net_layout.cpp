@@ -125,9 +125,10 @@ void Net::PlanChannelBlocked() {
   // misses. What arrives blocked: an allowed top of a oneDNN layer (of a pooling, only from
   // blocked bottoms: Layer::ChannelBlockedOnlyFromBlocked), and the tops of a pass-through layer
   // whose bottoms all arrive blocked and whose tops are all allowed (a Split with one plain
-  // reader passes on plain data). (ResNet-50's training: its pool1 reads the BatchNorm group's
-  // plain output; had it written its top blocked, the two convolutions after it would run
-  // oneDNN's kernels only, where crema's won their races, 1.04x slower iterations.)
+  // reader passes on plain data). (Before BatchNorm groups took blocked values, ResNet-50's
+  // pool1 read a group's plain output in training; had it written its top blocked, the two
+  // convolutions after it would have run oneDNN's kernels only, where crema's won their races,
+  // 1.04x slower iterations. Now its chain runs from conv1 through the groups, blocked.)
   std::vector<char>& arrives = channel_block_arrives_;
   for (int l = 0; l < num_layers(); ++l) {
     const Layer::ChannelBlocking use = use_of(l);
