@@ -47,6 +47,12 @@ DEFINE_bool(fuse_sum, true,
             "added inside the convolution that produced its other input, with the Eltwise's ReLU "
             "(one pass over memory less; every value the same). --fuse-sum=false runs it as a "
             "layer of its own.");
+DEFINE_bool(fuse_depthwise, true,
+            "Inference on the CPU with oneDNN and AVX-512: a 3x3 depthwise convolution that "
+            "alone reads a 1x1 convolution's output (MobileNet's blocks), where that output "
+            "is larger than half a core's L2 cache, is computed by the 1x1 convolution row by "
+            "row, its output never written whole (every value the same as oneDNN's two "
+            "layers). --fuse-depthwise=false runs them as layers of their own.");
 DEFINE_bool(
     channel_blocked, true,
     "On the CPU with oneDNN, under a memory plan (train, test, time, forward, classify, "
@@ -62,7 +68,7 @@ namespace crema::cli {
 const std::set<std::string>& GlobalFlags() {
   static const std::set<std::string> flags = {"plugin",    "forbid_path_escape", "cpu_engine",
                                               "fuse_relu", "fuse_batch_norm",    "channel_blocked",
-                                              "fuse_sum"};
+                                              "fuse_sum",  "fuse_depthwise"};
   return flags;
 }
 
@@ -305,6 +311,7 @@ int main(int argc, char** argv) {
     crema::SetFuseBatchNormDefault(FLAGS_fuse_batch_norm);
     crema::SetChannelBlockedDefault(FLAGS_channel_blocked);
     crema::SetFuseSumDefault(FLAGS_fuse_sum);
+    crema::SetFuseDepthwiseDefault(FLAGS_fuse_depthwise);
     crema::SetAmpDefault(AmpFromFlag());
     ApplyCpuEngineFlag();
     LoadPlugins();

@@ -48,8 +48,10 @@ void PrintLayerMap(const Net& net, const std::vector<int>& into, const char* tit
   std::printf("%s: %d layer%s%s\n", title, count, count == 1 ? "" : "s", pairs.c_str());
 }
 
-void PrintMemoryPlan(const Net& net, MemoryPlan mode) {
-  const MemoryPlanLayout layout = PlanNetMemory(net, mode, {});
+// The plan the net applies now.
+void PrintMemoryPlan(const Net& net) {
+  const MemoryPlanLayout& layout = *net.memory_layout();
+  const MemoryPlan mode = layout.mode;
   size_t width = 4;
   for (const std::string& name : net.blob_names()) width = std::max(width, name.size());
   const int w = static_cast<int>(width);
@@ -155,10 +157,14 @@ int RunInspect(const std::vector<std::string>& args) {
     net->SetMemoryPlan(MemoryPlan::kInference, {});
     PrintLayerMap(*net, net->sum_fused_into(),
                   "Eltwise SUMs computed in their convolution on the CPU (--fuse-sum)");
+    PrintLayerMap(*net, net->depthwise_fused_into(),
+                  "depthwise convolutions computed in their 1x1 convolution on the CPU "
+                  "(--fuse-depthwise)");
+    PrintMemoryPlan(*net);
     net->SetMemoryPlan(MemoryPlan::kOff, {});
-    PrintMemoryPlan(*net, MemoryPlan::kInference);
     net->SetFoldBatchNorm(false);
-    PrintMemoryPlan(*net, MemoryPlan::kTraining);
+    net->SetMemoryPlan(MemoryPlan::kTraining, {});
+    PrintMemoryPlan(*net);
   }
   return 0;
 }

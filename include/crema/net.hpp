@@ -62,6 +62,9 @@ bool FuseBatchNormDefault();
 // The default of NetOptions::fuse_sum for nets built afterwards (process-wide).
 void SetFuseSumDefault(bool fuse);
 bool FuseSumDefault();
+// The default of NetOptions::fuse_depthwise for nets built afterwards (process-wide).
+void SetFuseDepthwiseDefault(bool fuse);
+bool FuseDepthwiseDefault();
 // The default of NetOptions::channel_blocked for nets built afterwards (process-wide).
 void SetChannelBlockedDefault(bool blocked);
 bool ChannelBlockedDefault();
@@ -119,6 +122,15 @@ struct NetOptions {
   // Outputs as unfused, bit for bit. The default is true, or what SetFuseSumDefault set (the
   // CLI's --fuse-sum).
   bool fuse_sum = FuseSumDefault();
+  // CPU nets under an inference plan, with oneDNN on 16-channel blocks (AVX-512): a 3x3
+  // depthwise Convolution (pad 1, stride 1 or 2) whose input only a 1x1 Convolution's output
+  // feeds (MobileNet's conv2_1/sep -> conv2_2/dw), where that output is larger than half a core's
+  // L2 cache, is computed by the 1x1 convolution row by row with its output kept in a ring of
+  // three rows (math/pointwise_depthwise.hpp); the depthwise layer is skipped and the 1x1
+  // convolution's own top not written. Each output takes the operations of oneDNN's two kernels
+  // in their order (the same bits on MobileNet v1). The default is true, or what
+  // SetFuseDepthwiseDefault set (the CLI's --fuse-depthwise).
+  bool fuse_depthwise = FuseDepthwiseDefault();
   // Mixed precision: see Amp above. CUDA graphs stay off for such nets.
   Amp amp = AmpDefault();
 };
@@ -201,6 +213,8 @@ class Net {
   // The planned buffers come from `memory`, shared with other nets that never run at the same
   // time as this one (src/net/memory_plan.hpp); null gives the net buffers of its own again.
   void ShareActivationMemory(std::shared_ptr<SharedActivationMemory> memory);
+  // The memory plan applied now (src/net/memory_plan.hpp), or null without one.
+  const MemoryPlanLayout* memory_layout() const { return memory_layout_.get(); }
   // Bytes of the planned buffers (data and diff) this net uses now.
   size_t planned_bytes() const;
   // Folds BatchNorm (+ Scale) into the preceding convolutions or undoes it
@@ -232,6 +246,12 @@ class Net {
   void SetFuseSum(bool fuse);
   bool fuse_sum() const { return fuse_sum_; }
   const std::vector<int>& sum_fused_into() const { return sum_fused_into_; }
+  // Depthwise fusion into 1x1 convolutions, or not (NetOptions::fuse_depthwise; re-plans the
+  // memory); per layer: for a fused depthwise Convolution, the index of the 1x1 Convolution that
+  // computes it, else -1.
+  void SetFuseDepthwise(bool fuse);
+  bool fuse_depthwise() const { return fuse_depthwise_; }
+  const std::vector<int>& depthwise_fused_into() const { return depthwise_fused_into_; }
   // Plain SGD's step fused into the Backward that writes a param's gradient (Layer::SgdStep):
   // the solver hands `steps` (one per learnable param, history null for none) to the layers
   // for the next Backward, where a param has one layer (not shared) that supports it, on the
@@ -371,6 +391,13 @@ class Net {
   void PlanFuseSum();
   void PrepareFusedSum(int conv_id, int end, Layer* layer);
   void AfterFusedSum(int conv_id, Layer* layer);
+  // Finds the depthwise convolutions to compute in the 1x1 convolution before them (after the
+  // folds and PlanFuseReLU, before the memory plan, which keeps the depthwise layer's top apart
+  // from the 1x1 convolution's input), and around the Forward of such a 1x1 convolution: asks it
+  // to (or not), and records whether it did (net_fuse.cpp).
+  void PlanFuseDepthwise();
+  void PrepareFusedDepthwise(int conv_id, int end, Layer* layer);
+  void AfterFusedDepthwise(int conv_id, Layer* layer);
   // Finds the BatchNorm groups (after PlanFuseReLU: a group takes the ReLU fused into its Scale).
   void PlanBatchNormGroups();
   // Finds the ReLUs whose Backward their one reader computes (Layer::SupportsFusedReLUBackward,
@@ -478,6 +505,11 @@ class Net {
   // per Convolution: the Eltwise it computes, else -1.
   std::vector<int> sum_fused_into_, fused_sum_of_;
   std::vector<char> sum_ran_fused_;
+  bool fuse_depthwise_ = true;
+  // Per depthwise Convolution: the 1x1 Convolution computing it (else -1), and whether it did in
+  // this pass; per 1x1 Convolution: the depthwise one it computes, else -1.
+  std::vector<int> depthwise_fused_into_, fused_depthwise_of_;
+  std::vector<char> depthwise_ran_fused_;
   // Whether any blob may be channel-blocked now, and per blob whether its value arrives blocked
   // at its readers (a oneDNN layer writes it, or a pass-through layer from such values).
   bool channel_blocked_active_ = false;

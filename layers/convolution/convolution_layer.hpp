@@ -13,6 +13,7 @@
 #include "layers/convolution/base_conv_layer.hpp"
 #include "layers/convolution/dnnl_convolution.hpp"
 #include "math/dnnl_engine.hpp"
+#include "math/pointwise_depthwise.hpp"
 
 namespace crema {
 
@@ -38,6 +39,22 @@ class ConvolutionLayer : public BaseConvolutionLayer {
     fused_sum_slope_ = relu_slope != nullptr ? *relu_slope : 0.f;
   }
   bool fused_sum_ran() const { return fused_sum_ran_; }
+  // Depthwise fusion (src/net/README.md, math/pointwise_depthwise.hpp). Whether this layer, a
+  // 1x1 convolution (stride 1, no padding, one group, 2-D), and `depthwise`, a 3x3 depthwise
+  // convolution of its output (pad 1, stride 1 or 2, one group per channel), are a pair that
+  // cpu::PointwiseDepthwiseForward computes on this CPU for `bottom`'s shape (filling *shape).
+  bool PointwiseDepthwiseWith(const ConvolutionLayer& depthwise, const Blob& bottom,
+                              cpu::PointwiseDepthwiseShape* shape) const;
+  // Whether the next Forward on these blobs runs oneDNN's direct kernel by a decision already
+  // made (the policy, or a race run out), so that fusing it changes no race's timing.
+  bool ForwardDecidedDnnl(const BlobVec& bottom, const BlobVec& top);
+  // With `depthwise` (see above) and its top `target`, the next Forward, on a bottom blocked by
+  // 16 channels, computes target = depthwise(this layer's output) (then the ReLU with
+  // `relu_slope` when non-null) blocked, and leaves top unwritten; null: a plain Forward.
+  // fused_depthwise_ran(): whether the last Forward did so.
+  void set_fused_depthwise(ConvolutionLayer* depthwise, Blob* target = nullptr,
+                           const float* relu_slope = nullptr);
+  bool fused_depthwise_ran() const { return fused_depthwise_.ran; }
   // The CPU kernel of the last CPU pass (CpuKernelName), or "" before the first.
   const char* cpu_engine() const { return cpu_engine_choice_.last(); }
   CpuEngineChoice* cpu_engine_choice() override { return &cpu_engine_choice_; }
@@ -75,6 +92,20 @@ class ConvolutionLayer : public BaseConvolutionLayer {
   Blob* fused_sum_ = nullptr;
   bool fused_sum_relu_ = false, fused_sum_ran_ = false;
   float fused_sum_slope_ = 0;
+  // The depthwise layer fused into the next Forward, and the weights of both in the kernel's
+  // order, packed from the weight buffers of these generations (Blob::data_generation).
+  struct FusedDepthwise {
+    ConvolutionLayer* layer = nullptr;
+    Blob* target = nullptr;
+    bool relu = false, ran = false;
+    float slope = 0;
+    uint64_t pointwise_generation = 0, depthwise_generation = 0;
+    std::vector<float> packed;  // from packed_at: the 1x1 weights, then the depthwise ones
+    size_t packed_at = 0;
+  };
+  FusedDepthwise fused_depthwise_;
+  // Computes the fused pair when it applies to this bottom (false: it did nothing).
+  bool ForwardFusedDepthwise(const Blob& bottom);
   // ---- end oneDNN CPU engine ----
 
 #ifdef CREMA_WITH_CUDA

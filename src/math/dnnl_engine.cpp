@@ -169,9 +169,12 @@ bool CpuEngineChoice::Racing(const char* direction, const std::vector<int>& shap
   return race != nullptr && !race->decided;
 }
 
-bool CpuEngineChoice::Decided(const char* direction, const std::vector<int>& shape) const {
+bool CpuEngineChoice::Decided(const char* direction, const std::vector<int>& shape,
+                              CpuKernel* kernel) const {
   const Race* race = Find(direction, shape);
-  return race != nullptr && race->decided;
+  if (race == nullptr || !race->decided) return false;
+  if (kernel != nullptr) *kernel = race->kernel;
+  return true;
 }
 
 bool CpuEngineChoice::NextRunsDnnl(CpuEngine policy, const char* direction,

@@ -138,9 +138,10 @@ class CpuEngineChoice {
   // The kernel of the last pass run: CpuKernelName, or "" before the first.
   const char* last() const { return last_; }
   // Whether the race of this direction and input shape has started and is not decided yet, and
-  // whether it is decided.
+  // whether it is decided (then *kernel, when given, is the kernel decided).
   bool Racing(const char* direction, const std::vector<int>& shape) const;
-  bool Decided(const char* direction, const std::vector<int>& shape) const;
+  bool Decided(const char* direction, const std::vector<int>& shape,
+               CpuKernel* kernel = nullptr) const;
   // Whether the next Run with `policy` runs one of oneDNN's kernels (kDnnl, a race decided for
   // one, or a race's next pass).
   bool NextRunsDnnl(CpuEngine policy, const char* direction, const std::vector<int>& shape) const;

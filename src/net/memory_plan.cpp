@@ -231,6 +231,14 @@ MemoryPlanLayout PlanNetMemory(const Net& net, MemoryPlan mode, const std::set<s
       if (net.layer_need_backward()[l]) diff_read[b] = true;
     }
   }
+  // Inference: a depthwise convolution computed by the 1x1 convolution before it
+  // (Net::depthwise_fused_into) writes its top during that convolution's step, while that reads
+  // its input, so the top lives from there.
+  if (mode == MemoryPlan::kInference)
+    for (int l = 0; l < num_layers; ++l)
+      if (const int by = net.depthwise_fused_into()[l]; by >= 0)
+        for (int b : net.top_id_vec(l))
+          touching[b].insert(std::lower_bound(touching[b].begin(), touching[b].end(), by), by);
   std::vector<bool> is_output(num_blobs, false);
   for (int b : net.output_blob_indices()) is_output[b] = true;
 

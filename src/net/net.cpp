@@ -221,6 +221,7 @@ void Net::Init(const NetParameter& in_param, const NetOptions& options) {
   fuse_relu_ = options.fuse_relu;
   channel_blocked_ = options.channel_blocked;
   fuse_sum_ = options.fuse_sum;
+  fuse_depthwise_ = options.fuse_depthwise;
   fuse_batch_norm_ = options.fuse_batch_norm;
   keep_blobs_ = options.keep_blobs;
   PlanFold();
@@ -504,6 +505,8 @@ double Net::ForwardFromTo(int start, int end) {
     if (relu_fused_into_[i] >= start) continue;
     // An Eltwise SUM its convolution computed in this pass.
     if (sum_fused_into_[i] >= start && sum_ran_fused_[i]) continue;
+    // A depthwise convolution its 1x1 convolution computed in this pass.
+    if (depthwise_fused_into_[i] >= start && depthwise_ran_fused_[i]) continue;
     if (const int bn = fused_into_batch_norm_[i]; bn >= 0 && group_scale_of_[bn] == i) {
       // The Scale of a BatchNorm group: computed by the BatchNorm when it ran fused in this
       // pass, else reading the BatchNorm's kept output when that ran in this pass.
@@ -532,9 +535,11 @@ double Net::ForwardFromTo(int start, int end) {
     running_layer_ = i;
     if (channel_blocked_active_) ChannelBlockedBefore(i, layer);
     if (fused_sum_of_[i] >= 0) PrepareFusedSum(i, end, layer);
+    if (fused_depthwise_of_[i] >= 0) PrepareFusedDepthwise(i, end, layer);
     AmpBefore(i, false);
     loss += layer->Forward(layer_bottoms_[i], layer_tops_[i]);
     if (fused_sum_of_[i] >= 0) AfterFusedSum(i, layer);
+    if (fused_depthwise_of_[i] >= 0) AfterFusedDepthwise(i, layer);
     if (channel_blocked_active_) ChannelBlockedAfter(i);
     AmpAfter(i, false);
     if (debug_info_) ForwardDebugInfo(i);

@@ -13,6 +13,7 @@
 #include "layers/convolution/convolution_layer.hpp"
 #include "layers/scale/scale_layer.hpp"
 #include "math/dnnl_engine.hpp"
+#include "math/pointwise_depthwise.hpp"
 #include "net/memory_plan.hpp"
 
 namespace crema {
@@ -21,6 +22,7 @@ namespace {
 std::atomic<bool> g_fuse_relu_default{true};
 std::atomic<bool> g_fuse_batch_norm_default{true};
 std::atomic<bool> g_fuse_sum_default{true};
+std::atomic<bool> g_fuse_depthwise_default{true};
 
 bool Contains(const std::vector<int>& ids, int id) {
   return std::find(ids.begin(), ids.end(), id) != ids.end();
@@ -34,6 +36,8 @@ void SetFuseBatchNormDefault(bool fuse) { g_fuse_batch_norm_default.store(fuse);
 bool FuseBatchNormDefault() { return g_fuse_batch_norm_default.load(); }
 void SetFuseSumDefault(bool fuse) { g_fuse_sum_default.store(fuse); }
 bool FuseSumDefault() { return g_fuse_sum_default.load(); }
+void SetFuseDepthwiseDefault(bool fuse) { g_fuse_depthwise_default.store(fuse); }
+bool FuseDepthwiseDefault() { return g_fuse_depthwise_default.load(); }
 
 void Net::SetFuseReLU(bool fuse) {
   fuse_relu_ = fuse;
@@ -63,6 +67,7 @@ void Net::PlanFuseReLU() {
   if (!fuse_relu_) {
     PlanBatchNormGroups();
     PlanFuseSum();
+    PlanFuseDepthwise();
     return PlanFuseReLUBackward();
   }
   for (int l = 0; l < num_layers(); ++l) {
@@ -94,6 +99,7 @@ void Net::PlanFuseReLU() {
   // Groups take the ReLU fused into their Scale.
   PlanBatchNormGroups();
   PlanFuseSum();
+  PlanFuseDepthwise();
   PlanFuseReLUBackward();
 }
 
@@ -262,6 +268,101 @@ void Net::AfterFusedSum(int conv_id, Layer* layer) {
   if (conv == nullptr) return;
   sum_ran_fused_[fused_sum_of_[conv_id]] = conv->fused_sum_ran();
   conv->set_fused_sum(nullptr);
+}
+
+void Net::SetFuseDepthwise(bool fuse) {
+  fuse_depthwise_ = fuse;
+  // The memory plan keeps a fused depthwise layer's top apart from the 1x1 convolution's input.
+  if (memory_plan_ != MemoryPlan::kOff)
+    SetMemoryPlan(memory_plan_, keep_blobs_);
+  else
+    PlanFuseDepthwise();
+}
+
+// A 3x3 depthwise Convolution d (one bottom x, one top) under a CPU inference plan with oneDNN on
+// 16-channel blocks, where x is written by a 1x1 Convolution p and read by nothing but d (the
+// layers in between that touch x run inside p: BatchNorm/Scale folded into it, its fused ReLU),
+// x is no output, loss or kept blob, and the pair is one cpu::PointwiseDepthwiseForward computes
+// and gains from at the current shapes: p computes d's output and d is skipped.
+void Net::PlanFuseDepthwise() {
+  depthwise_fused_into_.assign(num_layers(), -1);
+  fused_depthwise_of_.assign(num_layers(), -1);
+  depthwise_ran_fused_.assign(num_layers(), 0);
+  if (!fuse_depthwise_ || memory_plan_ != MemoryPlan::kInference || !device_.is_cpu() ||
+      amp_ != Amp::kOff || !DnnlBuilt() || !channel_blocked_ || ChannelBlock() != 16)
+    return;
+  const std::vector<int>& outputs = output_blob_indices();
+  for (int d = 0; d < num_layers(); ++d) {
+    const auto* dw = dynamic_cast<const ConvolutionLayer*>(layers_[d].get());
+    if (dw == nullptr || bottom_id_vecs_[d].size() != 1 || top_id_vecs_[d].size() != 1 ||
+        bottom_id_vecs_[d] == top_id_vecs_[d])
+      continue;
+    const int x = bottom_id_vecs_[d][0];
+    if (blob_loss_weights_[x] != 0 || Contains(outputs, x) ||
+        std::find(keep_blobs_.begin(), keep_blobs_.end(), blob_names_[x]) != keep_blobs_.end())
+      continue;
+    // x's producer: the last layer before d touching x that runs on it (not folded, not a fused
+    // ReLU); it must write x without reading it.
+    int p = -1;
+    for (int j = d - 1; j >= 0; --j) {
+      const bool writes = Contains(top_id_vecs_[j], x), reads = Contains(bottom_id_vecs_[j], x);
+      if (!writes && !reads) continue;
+      if ((folded_into_[j] >= 0 || relu_fused_into_[j] >= 0) && writes && reads) continue;
+      if (writes && !reads) p = j;
+      break;
+    }
+    if (p < 0 || bottom_id_vecs_[p].size() != 1 || top_id_vecs_[p].size() != 1) continue;
+    const auto* pw = dynamic_cast<const ConvolutionLayer*>(layers_[p].get());
+    if (pw == nullptr) continue;
+    // Nothing after d reads x until it is written again.
+    bool only_d = true;
+    for (int l = d + 1; l < num_layers() && only_d; ++l) {
+      if (Contains(bottom_id_vecs_[l], x)) only_d = false;
+      if (Contains(top_id_vecs_[l], x)) break;
+    }
+    cpu::PointwiseDepthwiseShape shape;
+    if (!only_d || !pw->PointwiseDepthwiseWith(*dw, *blobs_[bottom_id_vecs_[p][0]], &shape) ||
+        !cpu::PointwiseDepthwiseGains(shape))
+      continue;
+    depthwise_fused_into_[d] = p;
+    fused_depthwise_of_[p] = d;
+  }
+}
+
+void Net::PrepareFusedDepthwise(int conv_id, int end, Layer* layer) {
+  const int d = fused_depthwise_of_[conv_id];
+  depthwise_ran_fused_[d] = 0;
+  auto* pw = dynamic_cast<ConvolutionLayer*>(layer);
+  auto* dw = dynamic_cast<ConvolutionLayer*>(forward_layer(d));
+  if (pw == nullptr || dw == nullptr) return;
+  const Blob& input = *layer_bottoms_[conv_id][0];
+  Blob* target = layer_tops_[d][0];
+  // Both layers on oneDNN by a decision made (no race timed with the other's work in it), the
+  // input blocked by 16 as the 1x1 convolution reads it, the depthwise layer's top one it would
+  // write blocked, apart from the input (the plan keeps them apart; a re-plan may not have run
+  // yet), and no per-layer checks that would read the 1x1 convolution's own top.
+  const auto bytes = [](const Blob& b) { return static_cast<size_t>(b.count()) * sizeof(float); };
+  const auto* in = input.data() ? reinterpret_cast<const char*>(input.cpu_data<float>()) : nullptr;
+  const auto* out =
+      target->data() ? reinterpret_cast<const char*>(target->cpu_data<float>()) : nullptr;
+  const bool apart =
+      in != nullptr && out != nullptr && (in + bytes(input) <= out || out + bytes(*target) <= in);
+  const bool fuse = d <= end && apart && !check_finite_ && !debug_info_ &&
+                    input.cpu_channel_block() == 16 && target->channel_block_allowed() &&
+                    ChannelBlockable(target->shape()) &&
+                    pw->ForwardDecidedDnnl(layer_bottoms_[conv_id], layer_tops_[conv_id]) &&
+                    dw->ForwardDecidedDnnl(layer_bottoms_[d], layer_tops_[d]);
+  const int relu = fused_relu_of_[d];
+  const float slope = relu >= 0 ? layers_[relu]->layer_param().relu_param().negative_slope() : 0.f;
+  pw->set_fused_depthwise(fuse ? dw : nullptr, target,
+                          fuse && relu >= 0 && relu <= end ? &slope : nullptr);
+}
+
+void Net::AfterFusedDepthwise(int conv_id, Layer* layer) {
+  auto* conv = dynamic_cast<ConvolutionLayer*>(layer);
+  if (conv == nullptr) return;
+  depthwise_ran_fused_[fused_depthwise_of_[conv_id]] = conv->fused_depthwise_ran();
+  conv->set_fused_depthwise(nullptr);
 }
 
 void Net::PlanBatchNormGroups() {

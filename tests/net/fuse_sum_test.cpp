@@ -43,22 +43,6 @@ std::vector<std::string> FusedSums(const Net& net) {
   return names;
 }
 
-// Both nets on the same weights and inputs, two passes: the same output bits.
-void ExpectSameOutputs(Net* plain, Net* fused, int batch) {
-  testing::RandomInferenceWeights(plain, 200);
-  fused->ShareTrainedLayersWith(*plain);
-  for (Net* net : {plain, fused}) testing::SetBatch(net, batch);
-  for (int pass = 0; pass < 2; ++pass) {
-    for (Net* net : {plain, fused}) {
-      testing::FillUniform(net->input_blobs()[0], -1, 1, 31 + pass);
-      net->Forward();
-    }
-    for (size_t i = 0; i < fused->output_blobs().size(); ++i)
-      EXPECT_TRUE(testing::SameBits(*plain->output_blobs()[i], *fused->output_blobs()[i], false))
-          << "output " << i << ", pass " << pass;
-  }
-}
-
 // A residual block with a projection shortcut and one with the identity (both fuse), then SUMs
 // that do not: one whose convolution output passes a ReLU first, one whose convolution output is
 // read by another layer too, one with a coefficient, and one whose convolution reads the
@@ -126,7 +110,7 @@ TEST(FuseSum, SameOutputsAsUnfused) {
   for (bool blocked : {true, false}) {
     auto plain = Build(Parse(kResidual), false, blocked);
     auto fused = Build(Parse(kResidual), true, blocked);
-    ExpectSameOutputs(plain.get(), fused.get(), 2);
+    testing::ExpectSameOutputs(plain.get(), fused.get(), 2, 200);
   }
 }
 
@@ -135,7 +119,7 @@ TEST(FuseSum, CremaKernelsRunTheEltwise) {
   ScopedCpuEngine caffe(CpuEngine::kCaffe);
   auto plain = Build(Parse(kResidual), false);
   auto fused = Build(Parse(kResidual), true);
-  ExpectSameOutputs(plain.get(), fused.get(), 1);
+  testing::ExpectSameOutputs(plain.get(), fused.get(), 1, 200);
 }
 
 TEST(FuseSum, ResNet50OutputsEqualUnfused) {
@@ -146,7 +130,7 @@ TEST(FuseSum, ResNet50OutputsEqualUnfused) {
   auto plain = Build(param, false);
   auto fused = Build(param, true);
   if (DnnlBuilt()) EXPECT_EQ(FusedSums(*fused).size(), 16u);  // every shortcut
-  ExpectSameOutputs(plain.get(), fused.get(), 1);
+  testing::ExpectSameOutputs(plain.get(), fused.get(), 1, 200);
 }
 
 }  // namespace

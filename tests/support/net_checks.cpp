@@ -48,6 +48,21 @@ void SetBatch(Net* net, int batch) {
   net->Reshape();
 }
 
+void ExpectSameOutputs(Net* plain, Net* other, int batch, uint32_t seed) {
+  RandomInferenceWeights(plain, seed);
+  other->ShareTrainedLayersWith(*plain);
+  for (Net* net : {plain, other}) SetBatch(net, batch);
+  for (uint32_t pass = 0; pass < 2; ++pass) {
+    for (Net* net : {plain, other}) {
+      FillUniform(net->input_blobs()[0], -1, 1, seed + 31 + pass);
+      net->Forward();
+    }
+    for (size_t i = 0; i < other->output_blobs().size(); ++i)
+      EXPECT_TRUE(SameBits(*plain->output_blobs()[i], *other->output_blobs()[i], false))
+          << "output " << i << ", pass " << pass;
+  }
+}
+
 void RandomInferenceWeights(Net* net, uint32_t seed) {
   for (size_t j = 0; j < net->learnable_params().size(); ++j)
     FillUniform(net->learnable_params()[j], -0.5, 0.5, seed + static_cast<uint32_t>(j));

@@ -23,4 +23,8 @@ void RandomInferenceWeights(Net* net, uint32_t seed);
 // Gives every input of `net` batch size `batch` (its first axis) and reshapes the net.
 void SetBatch(Net* net, int batch);
 
+// Two nets of one prototxt (unfused and fused), RandomInferenceWeights(plain, seed) shared with
+// `other`, at batch `batch`, two passes on the same uniform inputs: the same output bits.
+void ExpectSameOutputs(Net* plain, Net* other, int batch, uint32_t seed);
+
 }  // namespace crema::testing

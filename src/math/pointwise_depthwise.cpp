@@ -1,0 +1,296 @@
+#include "math/pointwise_depthwise.hpp"
+
+#include <omp.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <cstdint>
+
+#include "crema/error.hpp"
+#include "math/cpu_isa.hpp"
+
+#if defined(__x86_64__)
+#include <immintrin.h>
+#endif
+
+namespace crema::cpu {
+namespace {
+
+constexpr int kBlock = 16;       // channels per block (one zmm register)
+constexpr int kPositions = 7;    // positions of a row per register tile (MobileNet's widths: 7k)
+constexpr int kChunkBlocks = 8;  // input-channel blocks per pass over a tile (weights in L1)
+
+#if defined(__x86_64__)
+#define CREMA_AVX512 __attribute__((target("avx512f")))
+
+// crema's ReLU (math/activation.hpp: max(v, 0) + slope * min(v, 0)) on 16 lanes, std::max and
+// std::min as they compare: max(v, 0) = v < 0 ? 0 : v, min(v, 0) = 0 < v ? 0 : v (v for a NaN).
+CREMA_AVX512 inline __m512 Relu(__m512 v, __m512 slope) {
+  const __m512 zero = _mm512_setzero_ps();
+  const __m512 max = _mm512_mask_blend_ps(_mm512_cmp_ps_mask(v, zero, _CMP_LT_OQ), v, zero);
+  const __m512 min = _mm512_mask_blend_ps(_mm512_cmp_ps_mask(zero, v, _CMP_LT_OQ), v, zero);
+  return _mm512_add_ps(max, _mm512_mul_ps(slope, min));
+}
+
+// OB output blocks x P positions of the 1x1 convolution: x at the tile's first position of its
+// first input block (blocks xs floats apart), w at the first output block's weights for that
+// input block (output blocks ws floats apart), y likewise (ys apart). Starts from the bias
+// (first) or from y, adds cbs input blocks, then stores, through the ReLU when `last`.
+template <int OB, int P>
+CREMA_AVX512 __attribute__((always_inline)) inline void PointwiseTile(
+    const float* x, size_t xs, int cbs, const float* w, size_t ws, const float* bias, float* y,
+    size_t ys, bool first, bool last, const float* relu) {
+  __m512 acc[OB][P];
+  for (int o = 0; o < OB; ++o) {
+    if (first) {
+      const __m512 b = bias != nullptr ? _mm512_loadu_ps(bias + o * kBlock) : _mm512_setzero_ps();
+      for (int p = 0; p < P; ++p) acc[o][p] = b;
+    } else {
+      for (int p = 0; p < P; ++p) acc[o][p] = _mm512_loadu_ps(y + o * ys + p * kBlock);
+    }
+  }
+  for (int cb = 0; cb < cbs; ++cb) {
+    const float* s = x + cb * xs;
+    const float* wp = w + cb * kBlock * kBlock;
+#pragma GCC unroll 16
+    for (int i = 0; i < kBlock; ++i) {
+      __m512 wv[OB];
+#pragma GCC unroll 4
+      for (int o = 0; o < OB; ++o) wv[o] = _mm512_loadu_ps(wp + o * ws + i * kBlock);
+#pragma GCC unroll 8
+      for (int p = 0; p < P; ++p) {
+        const __m512 b = _mm512_set1_ps(s[p * kBlock + i]);
+#pragma GCC unroll 4
+        for (int o = 0; o < OB; ++o) acc[o][p] = _mm512_fmadd_ps(b, wv[o], acc[o][p]);
+      }
+    }
+  }
+  const bool relu_now = last && relu != nullptr;
+  const __m512 slope = _mm512_set1_ps(relu_now ? *relu : 0.f);
+  for (int o = 0; o < OB; ++o)
+    for (int p = 0; p < P; ++p)
+      _mm512_storeu_ps(y + o * ys + p * kBlock, relu_now ? Relu(acc[o][p], slope) : acc[o][p]);
+}
+
+// A tile of `positions` (1..kPositions) positions.
+template <int OB>
+CREMA_AVX512 void PointwiseTileOf(int positions, const float* x, size_t xs, int cbs, const float* w,
+                                  size_t ws, const float* bias, float* y, size_t ys, bool first,
+                                  bool last, const float* relu) {
+  switch (positions) {
+#define CREMA_TILE(n) \
+  case n:             \
+    return PointwiseTile<OB, n>(x, xs, cbs, w, ws, bias, y, ys, first, last, relu);
+    CREMA_TILE(1)
+    CREMA_TILE(2)
+    CREMA_TILE(3)
+    CREMA_TILE(4)
+    CREMA_TILE(5)
+    CREMA_TILE(6)
+    CREMA_TILE(7)
+#undef CREMA_TILE
+  }
+}
+
+// One row of the 1x1 convolution for OB output blocks: x at the row's start in the first input
+// block, w at the group's weights, y at the group's first block of the ring row.
+template <int OB>
+CREMA_AVX512 void PointwiseRowGroup(const PointwiseDepthwiseShape& s, const float* x,
+                                    const float* w, const float* bias, const float* relu,
+                                    float* y) {
+  const size_t xs = static_cast<size_t>(s.height) * s.width * kBlock;
+  const size_t ys = static_cast<size_t>(s.width) * kBlock;
+  const int in_blocks = s.in_channels / kBlock;
+  const size_t ws = static_cast<size_t>(in_blocks) * kBlock * kBlock;
+  for (int c0 = 0; c0 < in_blocks; c0 += kChunkBlocks) {
+    const int cbs = std::min(kChunkBlocks, in_blocks - c0);
+    const bool first = c0 == 0, last = c0 + cbs == in_blocks;
+    const float* xc = x + c0 * xs;
+    const float* wc = w + static_cast<size_t>(c0) * kBlock * kBlock;
+    int p = 0;
+    for (; p + kPositions <= s.width; p += kPositions)
+      PointwiseTile<OB, kPositions>(xc + p * kBlock, xs, cbs, wc, ws, bias, y + p * kBlock, ys,
+                                    first, last, relu);
+    if (p < s.width)
+      PointwiseTileOf<OB>(s.width - p, xc + p * kBlock, xs, cbs, wc, ws, bias, y + p * kBlock, ys,
+                          first, last, relu);
+  }
+}
+
+// The output blocks in groups for the 1x1 convolution's tiles: three blocks (21 accumulators),
+// the last four as two and two.
+inline int GroupBlocks(int left) { return left == 4 || left == 2 ? 2 : left >= 3 ? 3 : 1; }
+
+// Row r of the 1x1 convolution's output for `ob` blocks from block o, into `row` ([blocks][width]
+// [16]).
+CREMA_AVX512 void PointwiseRow(const PointwiseDepthwiseShape& s, const float* x, int r, int o,
+                               int ob, const PointwiseDepthwiseArgs& a, float* row) {
+  const size_t ws = static_cast<size_t>(s.in_channels) * kBlock;  // one output block's weights
+  const size_t ys = static_cast<size_t>(s.width) * kBlock;
+  const float* xr = x + static_cast<size_t>(r) * s.width * kBlock;
+  const float* w = a.pointwise + o * ws;
+  const float* bias = a.pointwise_bias != nullptr ? a.pointwise_bias + o * kBlock : nullptr;
+  float* y = row + o * ys;
+  if (ob == 3)
+    PointwiseRowGroup<3>(s, xr, w, bias, a.pointwise_relu, y);
+  else if (ob == 2)
+    PointwiseRowGroup<2>(s, xr, w, bias, a.pointwise_relu, y);
+  else
+    PointwiseRowGroup<1>(s, xr, w, bias, a.pointwise_relu, y);
+}
+
+// One output row of one channel block of the depthwise convolution: rows[kh] is the input row
+// ro * S - 1 + kh of this block ([width][16]), or null above or below the image. Inside the
+// image U outputs at a time: each input vector of a row is loaded once and multiplied into the
+// outputs it reaches; every output still adds its taps row by row, left to right.
+template <int S>
+CREMA_AVX512 void DepthwiseRow(const float* const rows[3], int width, int out_width, const float* k,
+                               const float* bias, const float* relu, float* y) {
+  constexpr int U = 8;
+  const __m512 b = bias != nullptr ? _mm512_loadu_ps(bias) : _mm512_setzero_ps();
+  const __m512 slope = _mm512_set1_ps(relu != nullptr ? *relu : 0.f);
+  __m512 kv[9];
+  for (int t = 0; t < 9; ++t) kv[t] = _mm512_loadu_ps(k + t * kBlock);
+  const auto store = [&](int ow, __m512 v) CREMA_AVX512 {
+    _mm512_storeu_ps(y + ow * kBlock, relu != nullptr ? Relu(v, slope) : v);
+  };
+  // At the left and right edges, taps outside the image are skipped.
+  const auto one = [&](int ow) CREMA_AVX512 {
+    __m512 acc = b;
+    for (int kh = 0; kh < 3; ++kh) {
+      if (rows[kh] == nullptr) continue;
+      for (int kw = 0; kw < 3; ++kw) {
+        const int c = ow * S - 1 + kw;
+        if (c < 0 || c >= width) continue;
+        acc = _mm512_fmadd_ps(_mm512_loadu_ps(rows[kh] + c * kBlock), kv[kh * 3 + kw], acc);
+      }
+    }
+    store(ow, acc);
+  };
+  int ow = 0;
+  for (; ow < out_width && ow * S - 1 < 0; ++ow) one(ow);
+  for (; ow + U <= out_width && (ow + U - 1) * S + 1 < width; ow += U) {
+    __m512 acc[U];
+    for (int u = 0; u < U; ++u) acc[u] = b;
+    for (int kh = 0; kh < 3; ++kh) {
+      if (rows[kh] == nullptr) continue;
+      const float* r = rows[kh] + (ow * S - 1) * kBlock;
+#pragma GCC unroll 32
+      for (int j = 0; j < (U - 1) * S + 3; ++j) {
+        const __m512 v = _mm512_loadu_ps(r + j * kBlock);
+#pragma GCC unroll 3
+        for (int kw = 0; kw < 3; ++kw) {
+          const int t = j - kw;  // input j is tap kw of output t / S
+          if (t >= 0 && t % S == 0 && t / S < U)
+            acc[t / S] = _mm512_fmadd_ps(v, kv[kh * 3 + kw], acc[t / S]);
+        }
+      }
+    }
+    for (int u = 0; u < U; ++u) store(ow + u, acc[u]);
+  }
+  for (; ow < out_width; ++ow) one(ow);
+}
+
+// Output rows [begin, end) of the images' rows numbered together (image n's row ro is
+// n * out_height + ro), with `ring` holding three rows of the 1x1 convolution's output.
+template <int S>
+CREMA_AVX512 void Rows(const PointwiseDepthwiseShape& s, const PointwiseDepthwiseArgs& a,
+                       int64_t begin, int64_t end, float* ring) {
+  const int oh = s.out_height(), ow = s.out_width(), blocks = s.channels / kBlock;
+  const size_t row_floats = static_cast<size_t>(blocks) * s.width * kBlock;
+  const size_t x_image = static_cast<size_t>(s.in_channels) * s.height * s.width;
+  const size_t y_image = static_cast<size_t>(s.channels) * oh * ow;
+  int image = -1, have = -1;  // the image in the ring, and its last row computed there
+  for (int64_t i = begin; i < end; ++i) {
+    const int n = static_cast<int>(i / oh), ro = static_cast<int>(i % oh);
+    if (n != image) image = n, have = -1;
+    const float* x = a.x + n * x_image;
+    const int lo = ro * S - 1, hi = std::min(ro * S + 1, s.height - 1);
+    const int first = std::max({lo, have + 1, 0});
+    have = hi;
+    float* y = a.y + n * y_image + static_cast<size_t>(ro) * ow * kBlock;
+    // A group's new rows, then its blocks' output row, while those rows are in L1.
+    for (int o = 0; o < blocks;) {
+      const int ob = GroupBlocks(blocks - o);
+      for (int r = first; r <= hi; ++r)
+        PointwiseRow(s, x, r, o, ob, a, ring + (r % 3) * row_floats);
+      for (int cb = o; cb < o + ob; ++cb) {
+        const float* rows[3];
+        for (int kh = 0; kh < 3; ++kh) {
+          const int r = lo + kh;
+          rows[kh] = r < 0 || r >= s.height
+                         ? nullptr
+                         : ring + (r % 3) * row_floats + static_cast<size_t>(cb) * s.width * kBlock;
+        }
+        const float* bias = a.depthwise_bias != nullptr ? a.depthwise_bias + cb * kBlock : nullptr;
+        DepthwiseRow<S>(rows, s.width, ow, a.depthwise + cb * 9 * kBlock, bias, a.depthwise_relu,
+                        y + static_cast<size_t>(cb) * oh * ow * kBlock);
+      }
+      o += ob;
+    }
+  }
+}
+#endif  // __x86_64__
+
+}  // namespace
+
+bool PointwiseDepthwiseApplies(const PointwiseDepthwiseShape& s) {
+#if defined(__x86_64__)
+  return CpuIsaLevel() == CpuIsa::kAvx512 && s.in_channels > 0 && s.in_channels % kBlock == 0 &&
+         s.channels > 0 && s.channels % kBlock == 0 && s.height > 0 && s.width > 0 &&
+         (s.stride == 1 || s.stride == 2);
+#else
+  (void)s;
+  return false;
+#endif
+}
+
+bool PointwiseDepthwiseGains(const PointwiseDepthwiseShape& s) {
+  static const size_t l2 = [] {
+    const long bytes = sysconf(_SC_LEVEL2_CACHE_SIZE);
+    return bytes > 0 ? static_cast<size_t>(bytes) : size_t{1} << 20;
+  }();
+  return static_cast<size_t>(s.channels) * s.height * s.width * sizeof(float) > l2 / 2;
+}
+
+void PackPointwiseWeights(const PointwiseDepthwiseShape& s, const float* w, float* packed) {
+  const int in_blocks = s.in_channels / kBlock;
+  for (int oc = 0; oc < s.channels; ++oc)
+    for (int ic = 0; ic < s.in_channels; ++ic)
+      packed[((static_cast<size_t>(oc / kBlock) * in_blocks + ic / kBlock) * kBlock + ic % kBlock) *
+                 kBlock +
+             oc % kBlock] = w[static_cast<size_t>(oc) * s.in_channels + ic];
+}
+
+void PackDepthwiseWeights(const PointwiseDepthwiseShape& s, const float* w, float* packed) {
+  for (int c = 0; c < s.channels; ++c)
+    for (int t = 0; t < 9; ++t)
+      packed[(static_cast<size_t>(c / kBlock) * 9 + t) * kBlock + c % kBlock] = w[c * 9 + t];
+}
+
+size_t PointwiseDepthwiseScratchFloats(const PointwiseDepthwiseShape& s, int threads) {
+  return static_cast<size_t>(std::max(threads, 1)) * 3 * s.channels * s.width + kBlock;
+}
+
+void PointwiseDepthwiseForward(const PointwiseDepthwiseShape& s, int batch,
+                               const PointwiseDepthwiseArgs& a) {
+  CREMA_ASSERT(PointwiseDepthwiseApplies(s), "PointwiseDepthwiseForward on this CPU or shape");
+#if defined(__x86_64__)
+  const size_t ring_floats = static_cast<size_t>(3) * s.channels * s.width;
+  float* scratch =
+      reinterpret_cast<float*>((reinterpret_cast<uintptr_t>(a.scratch) + 63) & ~uintptr_t{63});
+  const int64_t rows = int64_t{batch} * s.out_height();
+#pragma omp parallel
+  {
+    const int threads = omp_get_num_threads(), t = omp_get_thread_num();
+    const int64_t begin = rows * t / threads, end = rows * (t + 1) / threads;
+    float* ring = scratch + t * ring_floats;
+    if (s.stride == 1)
+      Rows<1>(s, a, begin, end, ring);
+    else
+      Rows<2>(s, a, begin, end, ring);
+  }
+#endif
+}
+
+}  // namespace crema::cpu

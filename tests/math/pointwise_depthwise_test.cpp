@@ -1,0 +1,171 @@
+// The fused 1x1 + 3x3 depthwise convolution kernel (math/pointwise_depthwise.hpp) against a
+// scalar reference that computes each output with the same operations in the same order (the
+// bias, then fused multiply-adds over the input channels or the taps, then crema's ReLU): the
+// same bits, over shapes with partial position tiles, both strides, odd sizes, several images
+// and threads, leaky and missing ReLUs and biases.
+#include "math/pointwise_depthwise.hpp"
+
+#include <gtest/gtest.h>
+
+#include <algorithm>
+#include <cmath>
+#include <cstring>
+#include <random>
+#include <vector>
+
+#include "math/blas_setup.hpp"
+#include "math/cpu_isa.hpp"
+
+namespace crema::cpu {
+namespace {
+
+std::vector<float> Random(size_t n, unsigned seed) {
+  std::mt19937 rng(seed);
+  std::uniform_real_distribution<float> dist(-1.f, 1.f);
+  std::vector<float> v(n);
+  for (float& e : v) e = dist(rng);
+  return v;
+}
+
+// Index of (n, c, h, w) in nChw16c.
+size_t Blocked(int n, int c, int h, int w, int channels, int height, int width) {
+  return ((static_cast<size_t>(n) * (channels / 16) + c / 16) * height + h) * width * 16 +
+         static_cast<size_t>(w) * 16 + c % 16;
+}
+
+struct Case {
+  PointwiseDepthwiseShape shape;
+  int batch = 1;
+  bool pw_bias = true, dw_bias = true;
+  const float* pw_relu = nullptr;
+  const float* dw_relu = nullptr;
+};
+
+// The ReLU layer's expression (math/activation.hpp), or none.
+float Relu(float v, const float* slope) {
+  return slope ? std::max(v, 0.f) + *slope * std::min(v, 0.f) : v;
+}
+
+// x blocked; returns y blocked.
+std::vector<float> Reference(const Case& c, const std::vector<float>& x,
+                             const std::vector<float>& pw, const std::vector<float>& pw_bias,
+                             const std::vector<float>& dw, const std::vector<float>& dw_bias) {
+  const PointwiseDepthwiseShape& s = c.shape;
+  const int H = s.height, W = s.width, OH = s.out_height(), OW = s.out_width();
+  std::vector<float> mid(static_cast<size_t>(c.batch) * s.channels * H * W);
+  for (int n = 0; n < c.batch; ++n)
+    for (int oc = 0; oc < s.channels; ++oc)
+      for (int h = 0; h < H; ++h)
+        for (int w = 0; w < W; ++w) {
+          float acc = c.pw_bias ? pw_bias[oc] : 0.f;
+          for (int ic = 0; ic < s.in_channels; ++ic)
+            acc = std::fma(x[Blocked(n, ic, h, w, s.in_channels, H, W)],
+                           pw[static_cast<size_t>(oc) * s.in_channels + ic], acc);
+          mid[Blocked(n, oc, h, w, s.channels, H, W)] = Relu(acc, c.pw_relu);
+        }
+  std::vector<float> y(static_cast<size_t>(c.batch) * s.channels * OH * OW);
+  for (int n = 0; n < c.batch; ++n)
+    for (int ch = 0; ch < s.channels; ++ch)
+      for (int oh = 0; oh < OH; ++oh)
+        for (int ow = 0; ow < OW; ++ow) {
+          float acc = c.dw_bias ? dw_bias[ch] : 0.f;
+          for (int kh = 0; kh < 3; ++kh)
+            for (int kw = 0; kw < 3; ++kw) {
+              const int h = oh * s.stride - 1 + kh, w = ow * s.stride - 1 + kw;
+              if (h < 0 || h >= H || w < 0 || w >= W) continue;
+              acc = std::fma(mid[Blocked(n, ch, h, w, s.channels, H, W)], dw[ch * 9 + kh * 3 + kw],
+                             acc);
+            }
+          y[Blocked(n, ch, oh, ow, s.channels, OH, OW)] = Relu(acc, c.dw_relu);
+        }
+  return y;
+}
+
+void ExpectSameAsReference(const Case& c, int threads) {
+  const PointwiseDepthwiseShape& s = c.shape;
+  ASSERT_TRUE(PointwiseDepthwiseApplies(s));
+  const auto x = Random(static_cast<size_t>(c.batch) * s.in_channels * s.height * s.width, 1);
+  const auto pw = Random(static_cast<size_t>(s.channels) * s.in_channels, 2);
+  const auto pw_bias = Random(s.channels, 3);
+  const auto dw = Random(static_cast<size_t>(s.channels) * 9, 4);
+  const auto dw_bias = Random(s.channels, 5);
+  std::vector<float> pw_packed(pw.size()), dw_packed(dw.size());
+  PackPointwiseWeights(s, pw.data(), pw_packed.data());
+  PackDepthwiseWeights(s, dw.data(), dw_packed.data());
+  std::vector<float> y(static_cast<size_t>(c.batch) * s.channels * s.out_height() * s.out_width(),
+                       std::nanf(""));
+  std::vector<float> scratch(PointwiseDepthwiseScratchFloats(s, threads));
+  PointwiseDepthwiseArgs a;
+  a.x = x.data();
+  a.pointwise = pw_packed.data();
+  a.pointwise_bias = c.pw_bias ? pw_bias.data() : nullptr;
+  a.pointwise_relu = c.pw_relu;
+  a.depthwise = dw_packed.data();
+  a.depthwise_bias = c.dw_bias ? dw_bias.data() : nullptr;
+  a.depthwise_relu = c.dw_relu;
+  a.y = y.data();
+  a.scratch = scratch.data();
+  const int saved = CpuThreads();
+  SetCpuThreads(threads);
+  PointwiseDepthwiseForward(s, c.batch, a);
+  SetCpuThreads(saved);
+  const auto expected = Reference(c, x, pw, pw_bias, dw, dw_bias);
+  ASSERT_EQ(expected.size(), y.size());
+  for (size_t i = 0; i < y.size(); ++i)
+    ASSERT_EQ(0, std::memcmp(&expected[i], &y[i], sizeof(float)))
+        << "element " << i << " of " << y.size() << ": " << expected[i] << " vs " << y[i] << " (in "
+        << s.in_channels << ", out " << s.channels << ", " << s.height << "x" << s.width
+        << ", stride " << s.stride << ", batch " << c.batch << ", threads " << threads << ")";
+}
+
+class PointwiseDepthwise : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    if (CpuIsaLevel() != CpuIsa::kAvx512) GTEST_SKIP() << "the kernel needs AVX-512";
+  }
+};
+
+TEST_F(PointwiseDepthwise, EqualsTheLayersOperationsInOrder) {
+  const float zero = 0.f, leaky = 0.1f;
+  // in, out, height, width, stride: whole and partial 7-position tiles, one to five output
+  // blocks (groups of three, two and one), more than one chunk of eight input blocks, a
+  // one-row and a one-column image.
+  const int shapes[][5] = {{32, 64, 14, 14, 2}, {16, 48, 9, 11, 1},  {64, 80, 8, 5, 2},
+                           {160, 32, 7, 7, 1},  {16, 16, 1, 1, 1},   {32, 64, 1, 13, 2},
+                           {48, 16, 13, 1, 1},  {16, 32, 12, 12, 2}, {144, 64, 6, 21, 1}};
+  for (const auto& v : shapes) {
+    Case c;
+    c.shape = {v[0], v[1], v[2], v[3], v[4]};
+    c.pw_relu = &zero;
+    c.dw_relu = &zero;
+    ExpectSameAsReference(c, 1);
+  }
+  Case c;
+  c.shape = {32, 48, 10, 9, 2};
+  c.batch = 3;
+  c.pw_relu = &leaky;
+  c.dw_relu = nullptr;
+  c.pw_bias = false;
+  ExpectSameAsReference(c, 1);
+  ExpectSameAsReference(c, 2);  // rows of one image split between the threads
+  ExpectSameAsReference(c, 5);  // more threads than rows of some images
+  c.shape.stride = 1;
+  c.pw_relu = nullptr;
+  c.dw_relu = &leaky;
+  c.pw_bias = true;
+  c.dw_bias = false;
+  ExpectSameAsReference(c, 2);
+}
+
+TEST_F(PointwiseDepthwise, AppliesOnlyToWholeBlocksAndItsStrides) {
+  EXPECT_TRUE(PointwiseDepthwiseApplies({32, 64, 112, 112, 2}));
+  EXPECT_FALSE(PointwiseDepthwiseApplies({24, 64, 8, 8, 1}));
+  EXPECT_FALSE(PointwiseDepthwiseApplies({32, 40, 8, 8, 1}));
+  EXPECT_FALSE(PointwiseDepthwiseApplies({32, 64, 8, 8, 3}));
+  EXPECT_FALSE(PointwiseDepthwiseApplies({32, 64, 0, 8, 1}));
+  ScopedCpuIsaLimit avx2(CpuIsa::kAvx2Fma);
+  EXPECT_FALSE(PointwiseDepthwiseApplies({32, 64, 112, 112, 2}));
+}
+
+}  // namespace
+}  // namespace crema::cpu
