@@ -211,8 +211,9 @@ bool ConvolutionLayer::ForwardFusedDepthwise(const Blob& bottom) {
   args.depthwise = f.packed.data() + f.packed_at + pw_floats;
   args.depthwise_bias = f.layer->bias_term_ ? f.layer->blobs()[1]->cpu_data<float>() : nullptr;
   args.depthwise_relu = f.relu ? &f.slope : nullptr;
+  args.threads = CpuThreads();
   args.scratch = workspace().Cpu<float>(
-      static_cast<int64_t>(cpu::PointwiseDepthwiseScratchFloats(shape, CpuThreads())));
+      static_cast<int64_t>(cpu::PointwiseDepthwiseScratchFloats(shape, args.threads)));
   args.y = f.target->mutable_cpu_data<float>();
   cpu::PointwiseDepthwiseForward(shape, bottom.shape(0), args);
   f.target->data()->set_channel_block(16);

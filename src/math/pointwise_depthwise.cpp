@@ -1,7 +1,9 @@
 #include "math/pointwise_depthwise.hpp"
 
-#include <omp.h>
 #include <unistd.h>
+#ifdef _OPENMP
+#include <omp.h>
+#endif
 
 #include <algorithm>
 #include <cstdint>
@@ -280,9 +282,13 @@ void PointwiseDepthwiseForward(const PointwiseDepthwiseShape& s, int batch,
   float* scratch =
       reinterpret_cast<float*>((reinterpret_cast<uintptr_t>(a.scratch) + 63) & ~uintptr_t{63});
   const int64_t rows = int64_t{batch} * s.out_height();
-#pragma omp parallel
+#pragma omp parallel num_threads(std::max(a.threads, 1))
   {
+#ifdef _OPENMP
     const int threads = omp_get_num_threads(), t = omp_get_thread_num();
+#else
+    const int threads = 1, t = 0;
+#endif
     const int64_t begin = rows * t / threads, end = rows * (t + 1) / threads;
     float* ring = scratch + t * ring_floats;
     if (s.stride == 1)

@@ -58,12 +58,14 @@ struct PointwiseDepthwiseArgs {
   const float* depthwise_relu = nullptr;
   float* y = nullptr;        // batch x channels x out_height x out_width, nChw16c; may not
                              // overlap x
-  float* scratch = nullptr;  // PointwiseDepthwiseScratchFloats(shape, omp_get_max_threads())
+  int threads = 1;           // OpenMP threads at most
+  float* scratch = nullptr;  // PointwiseDepthwiseScratchFloats(shape, threads)
 };
 
 // y = ReLU(depthwise(ReLU(pointwise(x)))) for `batch` images, in parallel over output rows
-// (OpenMP); the 1x1 convolution's rows next to a thread's first and last output rows are
-// computed by both threads that need them. Requires PointwiseDepthwiseApplies(shape).
+// (OpenMP, args.threads at most); the 1x1 convolution's rows next to a thread's first and last
+// output rows are computed by both threads that need them. Requires
+// PointwiseDepthwiseApplies(shape).
 void PointwiseDepthwiseForward(const PointwiseDepthwiseShape& shape, int batch,
                                const PointwiseDepthwiseArgs& args);
 

@@ -13,7 +13,6 @@
 #include <random>
 #include <vector>
 
-#include "math/blas_setup.hpp"
 #include "math/cpu_isa.hpp"
 
 namespace crema::cpu {
@@ -104,11 +103,9 @@ void ExpectSameAsReference(const Case& c, int threads) {
   a.depthwise_bias = c.dw_bias ? dw_bias.data() : nullptr;
   a.depthwise_relu = c.dw_relu;
   a.y = y.data();
+  a.threads = threads;
   a.scratch = scratch.data();
-  const int saved = CpuThreads();
-  SetCpuThreads(threads);
   PointwiseDepthwiseForward(s, c.batch, a);
-  SetCpuThreads(saved);
   const auto expected = Reference(c, x, pw, pw_bias, dw, dw_bias);
   ASSERT_EQ(expected.size(), y.size());
   for (size_t i = 0; i < y.size(); ++i)
