@@ -145,12 +145,16 @@ TEST_F(PointwiseDepthwise, EqualsTheLayersOperationsInOrder) {
   c.pw_bias = false;
   ExpectSameAsReference(c, 1);
   ExpectSameAsReference(c, 2);  // rows of one image split between the threads
-  ExpectSameAsReference(c, 5);  // more threads than rows of some images
   c.shape.stride = 1;
   c.pw_relu = nullptr;
   c.dw_relu = &leaky;
   c.pw_bias = true;
   c.dw_bias = false;
+  ExpectSameAsReference(c, 2);
+  // More threads than output rows (one): a thread with none. (Two threads: LeakSanitizer
+  // reports what libomp allocates for more threads than the cores of a 2-core machine.)
+  c.shape = {16, 32, 2, 9, 2};
+  c.batch = 1;
   ExpectSameAsReference(c, 2);
 }
 
