@@ -32,9 +32,10 @@ bool PointwiseDepthwiseApplies(const PointwiseDepthwiseShape& shape);
 // Whether the fused kernel gains over the two layers on this CPU: when one image of the 1x1
 // convolution's output is larger than half of a core's L2 cache (sysconf; 1 MiB assumed when
 // unknown), so that written out whole it would be read back from L3 or memory. On a 2-core Xeon
-// with 2 MB of L2 per core, MobileNet v1's pairs at batch 1, against oneDNN's two kernels:
-// 1.29x (1 thread) and 1.19x (2) at 112 x 112 (3.2 MB in between), 1.08-1.11x at 56 x 56
-// (1.6 MB), 0.96-1.05x at 28 x 28 (0.8 MB), 0.79-0.98x below.
+// with 2 MB of L2 per core, MobileNet v1 at batch 1, one thread, each pair in the net against
+// oneDNN's two kernels: 1.17-1.20x at 112 x 112 (stride 2, 3.2 MB in between), 1.05-1.07x at
+// 56 x 56 (stride 2, 1.6 MB), 0.94-1.00x at 56 x 56 (stride 1, 1.6 MB, as large as the output);
+// the whole pass 1.01-1.04x with the three, 1.00-1.02x without the stride-1 one.
 bool PointwiseDepthwiseGains(const PointwiseDepthwiseShape& shape);
 
 // The weights in the kernel's order. Pointwise: w is channels x in_channels (Caffe's 1x1
