@@ -3,7 +3,6 @@
 // convolution's output is computed by that convolution (math/pointwise_depthwise.hpp), with the
 // same output bits as the two layers, on MobileNet v1 and on small nets; only where that is legal
 // and, for a partial pass, only when both layers are in it.
-#include <google/protobuf/text_format.h>
 #include <gtest/gtest.h>
 
 #include <string>
@@ -33,19 +32,8 @@ std::unique_ptr<Net> Build(const NetParameter& param, bool fuse,
   return std::make_unique<Net>(param, options);
 }
 
-NetParameter Parse(const std::string& text) {
-  NetParameter param;
-  EXPECT_TRUE(google::protobuf::TextFormat::ParseFromString(text, &param));
-  return param;
-}
-
 std::vector<std::string> Fused(const Net& net) {
-  std::vector<std::string> names;
-  for (int l = 0; l < net.num_layers(); ++l)
-    if (net.depthwise_fused_into()[l] >= 0)
-      names.push_back(net.layer_names()[l] + "<" +
-                      net.layer_names()[net.depthwise_fused_into()[l]]);
-  return names;
+  return testing::LayerMapNames(net, net.depthwise_fused_into(), "<");
 }
 
 // The 1x1 convolutions whose last Forward computed their depthwise layer.
@@ -113,16 +101,16 @@ const char* kBlocks = R"(
 )";
 
 TEST(FuseDepthwise, OnlyWhereTheOneByOneOutputFeedsTheDepthwiseLayerAlone) {
-  auto net = Build(Parse(kBlocks), true);
+  auto net = Build(testing::ParseNet(kBlocks), true);
   if (!Applies()) {
     EXPECT_TRUE(Fused(*net).empty());
     GTEST_SKIP() << "no oneDNN with AVX-512 (16-channel blocks) here";
   }
   EXPECT_EQ(Fused(*net), (std::vector<std::string>{"dw1<pw1", "dw2<pw2", "dw5<pw5"}));
   // Not with dw5's input kept.
-  EXPECT_EQ(Fused(*Build(Parse(kBlocks), true, {"pw5"})),
+  EXPECT_EQ(Fused(*Build(testing::ParseNet(kBlocks), true, {"pw5"})),
             (std::vector<std::string>{"dw1<pw1", "dw2<pw2"}));
-  EXPECT_TRUE(Fused(*Build(Parse(kBlocks), false)).empty());
+  EXPECT_TRUE(Fused(*Build(testing::ParseNet(kBlocks), false)).empty());
   net->SetFuseDepthwise(false);
   EXPECT_TRUE(Fused(*net).empty());
   net->SetFuseDepthwise(true);
@@ -136,7 +124,7 @@ TEST(FuseDepthwise, OnlyWhereTheOneByOneOutputFeedsTheDepthwiseLayerAlone) {
 // are in use at the same time), which unfused may share bytes.
 TEST(FuseDepthwise, ThePlanKeepsTheTopApartFromTheInput) {
   if (!Applies()) GTEST_SKIP() << "no oneDNN with AVX-512 (16-channel blocks) here";
-  auto net = Build(Parse(kBlocks), true);
+  auto net = Build(testing::ParseNet(kBlocks), true);
   for (const auto& [pw, dw] : {std::pair<std::string, std::string>{"pw1", "dw1"}, {"pw5", "dw5"}}) {
     const Blob& input = *net->blob_by_name(net->layer_by_name(pw)->layer_param().bottom(0));
     const Blob& top = *net->blob_by_name(dw);
@@ -148,8 +136,8 @@ TEST(FuseDepthwise, ThePlanKeepsTheTopApartFromTheInput) {
 
 TEST(FuseDepthwise, SameOutputsAsUnfused) {
   ScopedCpuEngine dnnl(CpuEngine::kDnnl);
-  auto plain = Build(Parse(kBlocks), false);
-  auto fused = Build(Parse(kBlocks), true);
+  auto plain = Build(testing::ParseNet(kBlocks), false);
+  auto fused = Build(testing::ParseNet(kBlocks), true);
   for (int batch : {1, 3}) testing::ExpectSameOutputs(plain.get(), fused.get(), batch, 300);
   if (Applies()) EXPECT_EQ(RanFused(*fused), (std::vector<std::string>{"pw1", "pw2", "pw5"}));
 }
@@ -158,8 +146,8 @@ TEST(FuseDepthwise, SameOutputsAsUnfused) {
 // net then runs the depthwise layer on it.
 TEST(FuseDepthwise, APassEndingBetweenTheLayersRunsThemApart) {
   ScopedCpuEngine dnnl(CpuEngine::kDnnl);
-  auto plain = Build(Parse(kBlocks), false);
-  auto fused = Build(Parse(kBlocks), true);
+  auto plain = Build(testing::ParseNet(kBlocks), false);
+  auto fused = Build(testing::ParseNet(kBlocks), true);
   testing::RandomInferenceWeights(plain.get(), 7);
   fused->ShareTrainedLayersWith(*plain);
   const int dw1 = fused->layer_index("dw1");
@@ -178,8 +166,8 @@ TEST(FuseDepthwise, APassEndingBetweenTheLayersRunsThemApart) {
 // the unfused ones throughout.
 TEST(FuseDepthwise, AnInputReshapedInThePassRunsThemApartOnce) {
   ScopedCpuEngine dnnl(CpuEngine::kDnnl);
-  auto plain = Build(Parse(kBlocks), false);
-  auto fused = Build(Parse(kBlocks), true);
+  auto plain = Build(testing::ParseNet(kBlocks), false);
+  auto fused = Build(testing::ParseNet(kBlocks), true);
   testing::RandomInferenceWeights(plain.get(), 13);
   fused->ShareTrainedLayersWith(*plain);
   for (const std::vector<int>& shape :
@@ -205,7 +193,7 @@ TEST(FuseDepthwise, AnInputReshapedInThePassRunsThemApartOnce) {
 // may race other layers to other kernels) gives the same bits.
 TEST(FuseDepthwise, AutomaticEnginesFuseOnceDecided) {
   ScopedCpuEngine automatic(CpuEngine::kAuto);
-  auto net = Build(Parse(kBlocks), true);
+  auto net = Build(testing::ParseNet(kBlocks), true);
   testing::RandomInferenceWeights(net.get(), 11);
   net->PrepareCpuEngines();
   testing::FillUniform(net->input_blobs()[0], -1, 1, 3);

@@ -2,7 +2,6 @@
 // holds the same bits as in the unfused net after Forward (every zoo deploy net; partial
 // ForwardFromTo ranges) and after Backward (data, gradients, parameter gradients), and only the
 // ReLUs the rule allows are fused; the same for ReLUs whose gradient their reader computes.
-#include <google/protobuf/text_format.h>
 #include <gtest/gtest.h>
 
 #include <algorithm>
@@ -55,18 +54,8 @@ std::unique_ptr<Net> Build(const NetParameter& param, Phase phase, bool fuse, bo
   return std::make_unique<Net>(param, options);
 }
 
-NetParameter Parse(const std::string& text) {
-  NetParameter param;
-  EXPECT_TRUE(google::protobuf::TextFormat::ParseFromString(text, &param));
-  return param;
-}
-
 std::vector<std::string> Fused(const Net& net) {
-  std::vector<std::string> names;
-  for (int l = 0; l < net.num_layers(); ++l)
-    if (net.relu_fused_into()[l] >= 0)
-      names.push_back(net.layer_names()[l] + ">" + net.layer_names()[net.relu_fused_into()[l]]);
-  return names;
+  return testing::LayerMapNames(net, net.relu_fused_into(), ">");
 }
 
 // Every blob (data, and diffs when `diffs`) and every parameter gradient (when `diffs`).
@@ -174,7 +163,7 @@ const char* kProducers = R"(
 )";
 
 void ExpectEveryProducerIdentical(const Device& device = Device::Cpu()) {
-  const NetParameter param = Parse(kProducers);
+  const NetParameter param = testing::ParseNet(kProducers);
   auto plain = Build(param, TRAIN, false, false, device);
   auto fused = Build(param, TRAIN, true, false, device);
   EXPECT_EQ(Fused(*fused),
@@ -221,7 +210,7 @@ TEST(FuseReLU, EveryProducerGivesIdenticalResultsOnOneDnn) {
 
 // A ReLU fused into a convolution whose BatchNorm and Scale are folded (in place, ResNet's way).
 TEST(FuseReLU, FusesIntoAFoldedConvolution) {
-  const NetParameter param = Parse(R"(
+  const NetParameter param = testing::ParseNet(R"(
     layer { name: "data" type: "Input" top: "data"
             input_param { shape { dim: 2 dim: 3 dim: 5 dim: 5 } } }
     layer { name: "conv" type: "Convolution" bottom: "data" top: "conv"
@@ -262,7 +251,7 @@ const char* kPartial = R"(
 // A range that stops at the producer leaves the value before the ReLU (as unfused); a range that
 // starts at the ReLU applies it (the producer ran in an earlier call).
 TEST(FuseReLU, PartialRangesSeeTheSameValues) {
-  const NetParameter param = Parse(kPartial);
+  const NetParameter param = testing::ParseNet(kPartial);
   auto plain = Build(param, TEST, false);
   auto fused = Build(param, TEST, true);
   ASSERT_EQ(Fused(*fused), std::vector<std::string>{"relu>ip"});
@@ -286,7 +275,7 @@ TEST(FuseReLU, PartialRangesSeeTheSameValues) {
 // What is not fused: a ReLU with a top of its own, a ReLU after a Split (its value has other
 // readers), a producer with two tops, and a producer that cannot fuse (Power).
 TEST(FuseReLU, OnlyWhatTheRuleAllows) {
-  const NetParameter param = Parse(R"(
+  const NetParameter param = testing::ParseNet(R"(
     layer { name: "data" type: "Input" top: "data" top: "img"
             input_param { shape { dim: 2 dim: 4 } shape { dim: 1 dim: 2 dim: 3 dim: 3 } } }
     layer { name: "ip" type: "InnerProduct" bottom: "data" top: "ip"
@@ -310,12 +299,7 @@ TEST(FuseReLU, OnlyWhatTheRuleAllows) {
 }
 
 std::vector<std::string> BackwardFused(const Net& net) {
-  std::vector<std::string> names;
-  for (int l = 0; l < net.num_layers(); ++l)
-    if (net.relu_backward_fused_into()[l] >= 0)
-      names.push_back(net.layer_names()[l] + ">" +
-                      net.layer_names()[net.relu_backward_fused_into()[l]]);
-  return names;
+  return testing::LayerMapNames(net, net.relu_backward_fused_into(), ">");
 }
 
 // Readers computing a ReLU's gradient: a Concat (two ReLUs with different slopes, one of them
@@ -394,7 +378,7 @@ void ExpectReadersIdentical(const NetParameter& param, int range = 0, bool plan 
 }
 
 TEST(FuseReLU, ReadersComputeTheReLUsGradient) {
-  const NetParameter param = Parse(kReaders);
+  const NetParameter param = testing::ParseNet(kReaders);
   auto fused = Build(param, TRAIN, true);
   EXPECT_EQ(BackwardFused(*fused),
             (std::vector<std::string>{"a_relu>cat", "b_relu>cat", "cat_relu>cat_cat_relu_0_split",
@@ -409,13 +393,13 @@ TEST(FuseReLU, ReadersComputeTheReLUsGradient) {
 TEST(FuseReLU, ReadersComputeTheReLUsGradientOnOneDnn) {
   const CpuEngine before = GetCpuEngine();
   SetCpuEngine(CpuEngine::kDnnl);
-  ExpectReadersIdentical(Parse(kReaders));
+  ExpectReadersIdentical(testing::ParseNet(kReaders));
   SetCpuEngine(before);
 }
 
 // A Backward range that stops between a reader and its ReLU leaves the ReLU to the next range.
 TEST(FuseReLU, ReadersInPartialBackwardRanges) {
-  const NetParameter param = Parse(kReaders);
+  const NetParameter param = testing::ParseNet(kReaders);
   auto fused = Build(param, TRAIN, true);
   // Between the Concat and the ReLUs before it, and between the MAX pooling and its ReLU.
   for (const char* first : {"cat", "maxpool"}) {
@@ -431,7 +415,7 @@ TEST(FuseReLU, ReadersInPartialBackwardRanges) {
 // the first's decision).
 TEST(FuseReLU, EngineRacesRunTheLayerWithItsFusedReLU) {
   if (!DnnlBuilt()) GTEST_SKIP() << "built without oneDNN: no engine to choose";
-  const NetParameter param = Parse(R"(
+  const NetParameter param = testing::ParseNet(R"(
     layer { name: "data" type: "Input" top: "data"
             input_param { shape { dim: 2 dim: 3 dim: 12 dim: 12 } } }
     layer { name: "plain" type: "Convolution" bottom: "data" top: "p"

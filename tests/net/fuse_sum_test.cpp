@@ -2,7 +2,6 @@
 // a residual Eltwise SUM is computed inside the convolution feeding its second bottom (oneDNN's
 // sum post-op into the first bottom's memory, which the plan gives the Eltwise's top), with the
 // same output bits as unfused, on ResNet-50 and on small nets; and only where that is legal.
-#include <google/protobuf/text_format.h>
 #include <gtest/gtest.h>
 
 #include <cstdlib>
@@ -29,18 +28,8 @@ std::unique_ptr<Net> Build(const NetParameter& param, bool fuse, bool blocked = 
   return std::make_unique<Net>(param, options);
 }
 
-NetParameter Parse(const std::string& text) {
-  NetParameter param;
-  EXPECT_TRUE(google::protobuf::TextFormat::ParseFromString(text, &param));
-  return param;
-}
-
 std::vector<std::string> FusedSums(const Net& net) {
-  std::vector<std::string> names;
-  for (int l = 0; l < net.num_layers(); ++l)
-    if (net.sum_fused_into()[l] >= 0)
-      names.push_back(net.layer_names()[l] + "<" + net.layer_names()[net.sum_fused_into()[l]]);
-  return names;
+  return testing::LayerMapNames(net, net.sum_fused_into(), "<");
 }
 
 // A residual block with a projection shortcut and one with the identity (both fuse), then SUMs
@@ -92,15 +81,16 @@ const char* kResidual = R"(
 )";
 
 TEST(FuseSum, OnlyWhereTheConvolutionOutputFeedsTheSumAlone) {
-  auto net = Build(Parse(kResidual), true);
+  auto net = Build(testing::ParseNet(kResidual), true);
   if (!DnnlBuilt()) {
     EXPECT_TRUE(FusedSums(*net).empty());
     GTEST_SKIP() << "crema is built without oneDNN";
   }
   EXPECT_EQ(FusedSums(*net), (std::vector<std::string>{"sum1<b", "sum2<c"}));
-  EXPECT_TRUE(FusedSums(*Build(Parse(kResidual), false)).empty());
+  EXPECT_TRUE(FusedSums(*Build(testing::ParseNet(kResidual), false)).empty());
   // Not without an inference plan.
-  EXPECT_TRUE(FusedSums(*Build(Parse(kResidual), true, true, MemoryPlan::kOff)).empty());
+  EXPECT_TRUE(
+      FusedSums(*Build(testing::ParseNet(kResidual), true, true, MemoryPlan::kOff)).empty());
   net->SetFuseSum(false);
   EXPECT_TRUE(FusedSums(*net).empty());
 }
@@ -108,8 +98,8 @@ TEST(FuseSum, OnlyWhereTheConvolutionOutputFeedsTheSumAlone) {
 TEST(FuseSum, SameOutputsAsUnfused) {
   ScopedCpuEngine dnnl(CpuEngine::kDnnl);
   for (bool blocked : {true, false}) {
-    auto plain = Build(Parse(kResidual), false, blocked);
-    auto fused = Build(Parse(kResidual), true, blocked);
+    auto plain = Build(testing::ParseNet(kResidual), false, blocked);
+    auto fused = Build(testing::ParseNet(kResidual), true, blocked);
     testing::ExpectSameOutputs(plain.get(), fused.get(), 2, 200);
   }
 }
@@ -117,8 +107,8 @@ TEST(FuseSum, SameOutputsAsUnfused) {
 // With crema's kernels the convolution cannot add: the Eltwise runs, same outputs.
 TEST(FuseSum, CremaKernelsRunTheEltwise) {
   ScopedCpuEngine caffe(CpuEngine::kCaffe);
-  auto plain = Build(Parse(kResidual), false);
-  auto fused = Build(Parse(kResidual), true);
+  auto plain = Build(testing::ParseNet(kResidual), false);
+  auto fused = Build(testing::ParseNet(kResidual), true);
   testing::ExpectSameOutputs(plain.get(), fused.get(), 1, 200);
 }
 

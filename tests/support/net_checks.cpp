@@ -1,5 +1,6 @@
 #include "support/net_checks.hpp"
 
+#include <google/protobuf/text_format.h>
 #include <gtest/gtest.h>
 
 #include <cstring>
@@ -7,6 +8,20 @@
 #include "support/gradient_checker.hpp"
 
 namespace crema::testing {
+
+NetParameter ParseNet(const std::string& text) {
+  NetParameter param;
+  EXPECT_TRUE(google::protobuf::TextFormat::ParseFromString(text, &param));
+  return param;
+}
+
+std::vector<std::string> LayerMapNames(const Net& net, const std::vector<int>& into,
+                                       const char* sep) {
+  std::vector<std::string> names;
+  for (int l = 0; l < net.num_layers(); ++l)
+    if (into[l] >= 0) names.push_back(net.layer_names()[l] + sep + net.layer_names()[into[l]]);
+  return names;
+}
 
 bool SameBits(const Blob& a, const Blob& b, bool diff) {
   if (a.shape() != b.shape()) return false;

@@ -2,10 +2,19 @@
 // Comparisons of two nets built from one prototxt (fused vs unfused, planned vs not).
 #include <cstdint>
 #include <string>
+#include <vector>
 
 #include "crema/net.hpp"
 
 namespace crema::testing {
+
+// A NetParameter from prototxt text; a text that does not parse fails the test.
+NetParameter ParseNet(const std::string& text);
+
+// "layer<sep>other" for each layer l with into[l] >= 0, in layer order: a net's fusion map
+// (Net::relu_fused_into, sum_fused_into, depthwise_fused_into, ...) by layer names.
+std::vector<std::string> LayerMapNames(const Net& net, const std::vector<int>& into,
+                                       const char* sep);
 
 // Whether two float32 blobs have the same shape and the same bits in data (or diff).
 bool SameBits(const Blob& a, const Blob& b, bool diff);
