@@ -9,11 +9,8 @@
 #include <cstdint>
 
 #include "crema/error.hpp"
+#include "math/blocked_avx512.hpp"
 #include "math/cpu_isa.hpp"
-
-#if defined(__x86_64__)
-#include <immintrin.h>
-#endif
 
 namespace crema::cpu {
 namespace {
@@ -23,17 +20,6 @@ constexpr int kPositions = 7;    // positions of a row per register tile (Mobile
 constexpr int kChunkBlocks = 8;  // input-channel blocks per pass over a tile (weights in L1)
 
 #if defined(__x86_64__)
-#define CREMA_AVX512 __attribute__((target("avx512f")))
-
-// crema's ReLU (math/activation.hpp: max(v, 0) + slope * min(v, 0)) on 16 lanes, std::max and
-// std::min as they compare: max(v, 0) = v < 0 ? 0 : v, min(v, 0) = 0 < v ? 0 : v (v for a NaN).
-CREMA_AVX512 inline __m512 Relu(__m512 v, __m512 slope) {
-  const __m512 zero = _mm512_setzero_ps();
-  const __m512 max = _mm512_mask_blend_ps(_mm512_cmp_ps_mask(v, zero, _CMP_LT_OQ), v, zero);
-  const __m512 min = _mm512_mask_blend_ps(_mm512_cmp_ps_mask(zero, v, _CMP_LT_OQ), v, zero);
-  return _mm512_add_ps(max, _mm512_mul_ps(slope, min));
-}
-
 // OB output blocks x P positions of the 1x1 convolution: x at the tile's first position of its
 // first input block (blocks xs floats apart), w at the first output block's weights for that
 // input block (output blocks ws floats apart), y likewise (ys apart). Starts from the bias
@@ -43,55 +29,9 @@ CREMA_AVX512 __attribute__((always_inline)) inline void PointwiseTile(
     const float* x, size_t xs, int cbs, const float* w, size_t ws, const float* bias, float* y,
     size_t ys, bool first, bool last, const float* relu) {
   __m512 acc[OB][P];
-  for (int o = 0; o < OB; ++o) {
-    if (first) {
-      const __m512 b = bias != nullptr ? _mm512_loadu_ps(bias + o * kBlock) : _mm512_setzero_ps();
-      for (int p = 0; p < P; ++p) acc[o][p] = b;
-    } else {
-      for (int p = 0; p < P; ++p) acc[o][p] = _mm512_loadu_ps(y + o * ys + p * kBlock);
-    }
-  }
-  for (int cb = 0; cb < cbs; ++cb) {
-    const float* s = x + cb * xs;
-    const float* wp = w + cb * kBlock * kBlock;
-#pragma GCC unroll 16
-    for (int i = 0; i < kBlock; ++i) {
-      __m512 wv[OB];
-#pragma GCC unroll 4
-      for (int o = 0; o < OB; ++o) wv[o] = _mm512_loadu_ps(wp + o * ws + i * kBlock);
-#pragma GCC unroll 8
-      for (int p = 0; p < P; ++p) {
-        const __m512 b = _mm512_set1_ps(s[p * kBlock + i]);
-#pragma GCC unroll 4
-        for (int o = 0; o < OB; ++o) acc[o][p] = _mm512_fmadd_ps(b, wv[o], acc[o][p]);
-      }
-    }
-  }
-  const bool relu_now = last && relu != nullptr;
-  const __m512 slope = _mm512_set1_ps(relu_now ? *relu : 0.f);
-  for (int o = 0; o < OB; ++o)
-    for (int p = 0; p < P; ++p)
-      _mm512_storeu_ps(y + o * ys + p * kBlock, relu_now ? Relu(acc[o][p], slope) : acc[o][p]);
-}
-
-// A tile of `positions` (1..kPositions) positions.
-template <int OB>
-CREMA_AVX512 void PointwiseTileOf(int positions, const float* x, size_t xs, int cbs, const float* w,
-                                  size_t ws, const float* bias, float* y, size_t ys, bool first,
-                                  bool last, const float* relu) {
-  switch (positions) {
-#define CREMA_TILE(n) \
-  case n:             \
-    return PointwiseTile<OB, n>(x, xs, cbs, w, ws, bias, y, ys, first, last, relu);
-    CREMA_TILE(1)
-    CREMA_TILE(2)
-    CREMA_TILE(3)
-    CREMA_TILE(4)
-    CREMA_TILE(5)
-    CREMA_TILE(6)
-    CREMA_TILE(7)
-#undef CREMA_TILE
-  }
+  StartTile(acc, first, bias, y, ys);
+  for (int cb = 0; cb < cbs; ++cb) AddInputBlock(acc, x + cb * xs, w + cb * kBlock * kBlock, ws);
+  StoreTile(acc, last, relu, y, ys);
 }
 
 // One row of the 1x1 convolution for OB output blocks: x at the row's start in the first input
@@ -114,14 +54,12 @@ CREMA_AVX512 void PointwiseRowGroup(const PointwiseDepthwiseShape& s, const floa
       PointwiseTile<OB, kPositions>(xc + p * kBlock, xs, cbs, wc, ws, bias, y + p * kBlock, ys,
                                     first, last, relu);
     if (p < s.width)
-      PointwiseTileOf<OB>(s.width - p, xc + p * kBlock, xs, cbs, wc, ws, bias, y + p * kBlock, ys,
-                          first, last, relu);
+      WithTileWidth(s.width - p, [&](auto width) CREMA_AVX512 {
+        PointwiseTile<OB, decltype(width)::value>(xc + p * kBlock, xs, cbs, wc, ws, bias,
+                                                  y + p * kBlock, ys, first, last, relu);
+      });
   }
 }
-
-// The output blocks in groups for the 1x1 convolution's tiles: three blocks (21 accumulators),
-// the last four as two and two.
-inline int GroupBlocks(int left) { return left == 4 || left == 2 ? 2 : left >= 3 ? 3 : 1; }
 
 // Row r of the 1x1 convolution's output for `ob` blocks from block o, into `row` ([blocks][width]
 // [16]).
@@ -154,7 +92,7 @@ CREMA_AVX512 void DepthwiseRow(const float* const rows[3], int width, int out_wi
   __m512 kv[9];
   for (int t = 0; t < 9; ++t) kv[t] = _mm512_loadu_ps(k + t * kBlock);
   const auto store = [&](int ow, __m512 v) CREMA_AVX512 {
-    _mm512_storeu_ps(y + ow * kBlock, relu != nullptr ? Relu(v, slope) : v);
+    _mm512_storeu_ps(y + ow * kBlock, relu != nullptr ? Relu16(v, slope) : v);
   };
   // At the left and right edges, taps outside the image are skipped.
   const auto one = [&](int ow) CREMA_AVX512 {

@@ -5,23 +5,15 @@
 #include <algorithm>
 #include <cmath>
 #include <cstring>
-#include <random>
 #include <vector>
 
 #include "math/blas_setup.hpp"
 #include "math/cpu_isa.hpp"
 #include "math/sgd_step.hpp"
+#include "support/kernel_data.hpp"
 
 namespace crema::cpu {
 namespace {
-
-std::vector<float> Random(size_t n, unsigned seed) {
-  std::mt19937 rng(seed);
-  std::uniform_real_distribution<float> dist(-1.f, 1.f);
-  std::vector<float> v(n);
-  for (float& e : v) e = dist(rng);
-  return v;
-}
 
 std::vector<float> Multiply(int m, int n, int k, const std::vector<float>& x,
                             const std::vector<float>& w) {
@@ -59,8 +51,10 @@ TEST(FewRowsGemm, EveryShapeOnEveryLevelIsTheProduct) {
     for (int m : {1, 2, 3, 4, 5, 7, 16, 17, kFewRowsGemmMaxRows, kFewRowsGemmMaxRows + 1}) {
       for (int k : {1, 7, 16, 37, 300}) {
         for (int n : {1, 3, 17, 50}) {
-          const std::vector<float> x = Random(static_cast<size_t>(m) * k, m * 31 + k);
-          const std::vector<float> w = Random(static_cast<size_t>(n) * k, n * 17 + k);
+          const std::vector<float> x =
+              testing::RandomFloats(static_cast<size_t>(m) * k, m * 31 + k);
+          const std::vector<float> w =
+              testing::RandomFloats(static_cast<size_t>(n) * k, n * 17 + k);
           ExpectProduct(m, n, k, x, w, Multiply(m, n, k, x, w));
           if (HasFatalFailure()) return;
         }
@@ -84,8 +78,8 @@ TEST(FewRowsGemm, AnOutputHasTheSameBitsInAnyTileAndForAnyThreadCount) {
   // Row 5 of x computed among 7 rows (a tile of 4, then 3) and alone; the first 9 rows of w
   // among 50 (tiles of 4 or 2, blocks split between threads) and alone.
   const int m = 7, n = 50, k = 301;
-  const std::vector<float> x = Random(static_cast<size_t>(m) * k, 1);
-  const std::vector<float> w = Random(static_cast<size_t>(n) * k, 2);
+  const std::vector<float> x = testing::RandomFloats(static_cast<size_t>(m) * k, 1);
+  const std::vector<float> w = testing::RandomFloats(static_cast<size_t>(n) * k, 2);
   for (CpuIsa level : kLevels) {
     ScopedCpuIsaLimit limit(level);
     if (!FewRowsGemmApplies(m)) continue;  // the BLAS sgemm promises no such thing
@@ -164,10 +158,14 @@ TEST(FewRowsGemmBackward, EveryShapeOnEveryLevelIsTheGradient) {
     for (int m : {1, 3, 16, kFewRowsGemmMaxRows, kFewRowsGemmMaxRows + 1}) {
       for (int k : {1, 7, 16, 37, 300}) {
         for (int n : {1, 3, 9, 50}) {
-          const std::vector<float> dy = Random(static_cast<size_t>(m) * n, m * 7 + n);
-          const std::vector<float> x = Random(static_cast<size_t>(m) * k, m * 31 + k);
-          const std::vector<float> w = Random(static_cast<size_t>(n) * k, n * 17 + k);
-          const std::vector<float> dw0 = Random(static_cast<size_t>(n) * k, n * 5 + k);
+          const std::vector<float> dy =
+              testing::RandomFloats(static_cast<size_t>(m) * n, m * 7 + n);
+          const std::vector<float> x =
+              testing::RandomFloats(static_cast<size_t>(m) * k, m * 31 + k);
+          const std::vector<float> w =
+              testing::RandomFloats(static_cast<size_t>(n) * k, n * 17 + k);
+          const std::vector<float> dw0 =
+              testing::RandomFloats(static_cast<size_t>(n) * k, n * 5 + k);
           ExpectGradients(m, n, k, dy, x, w, nullptr, Backward(m, n, k, dy, x, w, nullptr));
           ExpectGradients(m, n, k, dy, x, w, &dw0, Backward(m, n, k, dy, x, w, &dw0));
           if (HasFatalFailure()) return;
@@ -179,9 +177,9 @@ TEST(FewRowsGemmBackward, EveryShapeOnEveryLevelIsTheGradient) {
 
 TEST(FewRowsGemmBackward, OneGradientAloneHasTheSameBitsAndTheOtherIsUntouched) {
   const int m = 5, n = 19, k = 300;
-  const std::vector<float> dy = Random(static_cast<size_t>(m) * n, 3);
-  const std::vector<float> x = Random(static_cast<size_t>(m) * k, 4);
-  const std::vector<float> w = Random(static_cast<size_t>(n) * k, 5);
+  const std::vector<float> dy = testing::RandomFloats(static_cast<size_t>(m) * n, 3);
+  const std::vector<float> x = testing::RandomFloats(static_cast<size_t>(m) * k, 4);
+  const std::vector<float> w = testing::RandomFloats(static_cast<size_t>(n) * k, 5);
   for (CpuIsa level : kLevels) {
     ScopedCpuIsaLimit limit(level);
     SCOPED_TRACE(CpuIsaName(level));
@@ -197,10 +195,10 @@ TEST(FewRowsGemmBackward, OneGradientAloneHasTheSameBitsAndTheOtherIsUntouched) 
 TEST(FewRowsGemmBackward, TheBitsDoNotDependOnTheThreadCount) {
   // Enough work to run in parallel, column blocks split between the threads.
   const int m = 16, n = 70, k = 1000;
-  const std::vector<float> dy = Random(static_cast<size_t>(m) * n, 6);
-  const std::vector<float> x = Random(static_cast<size_t>(m) * k, 7);
-  const std::vector<float> w = Random(static_cast<size_t>(n) * k, 8);
-  const std::vector<float> dw0 = Random(static_cast<size_t>(n) * k, 9);
+  const std::vector<float> dy = testing::RandomFloats(static_cast<size_t>(m) * n, 6);
+  const std::vector<float> x = testing::RandomFloats(static_cast<size_t>(m) * k, 7);
+  const std::vector<float> w = testing::RandomFloats(static_cast<size_t>(n) * k, 8);
+  const std::vector<float> dw0 = testing::RandomFloats(static_cast<size_t>(n) * k, 9);
   for (CpuIsa level : kLevels) {
     ScopedCpuIsaLimit limit(level);
     if (!FewRowsGemmApplies(m)) continue;  // the BLAS promises no such thing
@@ -219,10 +217,10 @@ TEST(FewRowsGemmBackward, TheBitsDoNotDependOnTheThreadCount) {
 TEST(FewRowsGemmBackward, TheFusedSgdStepHasTheBitsOfTheStepAfterwards) {
   // Columns with a tail past the vectors; rows with a remainder of the 8 (4) taken together.
   const int m = 6, n = 11, k = 203;
-  const std::vector<float> dy = Random(static_cast<size_t>(m) * n, 10);
-  const std::vector<float> x = Random(static_cast<size_t>(m) * k, 11);
-  const std::vector<float> w0 = Random(static_cast<size_t>(n) * k, 12);
-  const std::vector<float> h0 = Random(static_cast<size_t>(n) * k, 13);
+  const std::vector<float> dy = testing::RandomFloats(static_cast<size_t>(m) * n, 10);
+  const std::vector<float> x = testing::RandomFloats(static_cast<size_t>(m) * k, 11);
+  const std::vector<float> w0 = testing::RandomFloats(static_cast<size_t>(n) * k, 12);
+  const std::vector<float> h0 = testing::RandomFloats(static_cast<size_t>(n) * k, 13);
   const float rate = 0.01f, momentum = 0.9f, decay = 0.0005f;
   for (CpuIsa level : kLevels) {
     ScopedCpuIsaLimit limit(level);

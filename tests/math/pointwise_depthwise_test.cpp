@@ -10,27 +10,13 @@
 #include <algorithm>
 #include <cmath>
 #include <cstring>
-#include <random>
 #include <vector>
 
 #include "math/cpu_isa.hpp"
+#include "support/kernel_data.hpp"
 
 namespace crema::cpu {
 namespace {
-
-std::vector<float> Random(size_t n, unsigned seed) {
-  std::mt19937 rng(seed);
-  std::uniform_real_distribution<float> dist(-1.f, 1.f);
-  std::vector<float> v(n);
-  for (float& e : v) e = dist(rng);
-  return v;
-}
-
-// Index of (n, c, h, w) in nChw16c.
-size_t Blocked(int n, int c, int h, int w, int channels, int height, int width) {
-  return ((static_cast<size_t>(n) * (channels / 16) + c / 16) * height + h) * width * 16 +
-         static_cast<size_t>(w) * 16 + c % 16;
-}
 
 struct Case {
   PointwiseDepthwiseShape shape;
@@ -58,9 +44,9 @@ std::vector<float> Reference(const Case& c, const std::vector<float>& x,
         for (int w = 0; w < W; ++w) {
           float acc = c.pw_bias ? pw_bias[oc] : 0.f;
           for (int ic = 0; ic < s.in_channels; ++ic)
-            acc = std::fma(x[Blocked(n, ic, h, w, s.in_channels, H, W)],
+            acc = std::fma(x[testing::Blocked16(n, ic, h, w, s.in_channels, H, W)],
                            pw[static_cast<size_t>(oc) * s.in_channels + ic], acc);
-          mid[Blocked(n, oc, h, w, s.channels, H, W)] = Relu(acc, c.pw_relu);
+          mid[testing::Blocked16(n, oc, h, w, s.channels, H, W)] = Relu(acc, c.pw_relu);
         }
   std::vector<float> y(static_cast<size_t>(c.batch) * s.channels * OH * OW);
   for (int n = 0; n < c.batch; ++n)
@@ -72,10 +58,10 @@ std::vector<float> Reference(const Case& c, const std::vector<float>& x,
             for (int kw = 0; kw < 3; ++kw) {
               const int h = oh * s.stride - 1 + kh, w = ow * s.stride - 1 + kw;
               if (h < 0 || h >= H || w < 0 || w >= W) continue;
-              acc = std::fma(mid[Blocked(n, ch, h, w, s.channels, H, W)], dw[ch * 9 + kh * 3 + kw],
-                             acc);
+              acc = std::fma(mid[testing::Blocked16(n, ch, h, w, s.channels, H, W)],
+                             dw[ch * 9 + kh * 3 + kw], acc);
             }
-          y[Blocked(n, ch, oh, ow, s.channels, OH, OW)] = Relu(acc, c.dw_relu);
+          y[testing::Blocked16(n, ch, oh, ow, s.channels, OH, OW)] = Relu(acc, c.dw_relu);
         }
   return y;
 }
@@ -83,11 +69,12 @@ std::vector<float> Reference(const Case& c, const std::vector<float>& x,
 void ExpectSameAsReference(const Case& c, int threads) {
   const PointwiseDepthwiseShape& s = c.shape;
   ASSERT_TRUE(PointwiseDepthwiseApplies(s));
-  const auto x = Random(static_cast<size_t>(c.batch) * s.in_channels * s.height * s.width, 1);
-  const auto pw = Random(static_cast<size_t>(s.channels) * s.in_channels, 2);
-  const auto pw_bias = Random(s.channels, 3);
-  const auto dw = Random(static_cast<size_t>(s.channels) * 9, 4);
-  const auto dw_bias = Random(s.channels, 5);
+  const auto x =
+      testing::RandomFloats(static_cast<size_t>(c.batch) * s.in_channels * s.height * s.width, 1);
+  const auto pw = testing::RandomFloats(static_cast<size_t>(s.channels) * s.in_channels, 2);
+  const auto pw_bias = testing::RandomFloats(s.channels, 3);
+  const auto dw = testing::RandomFloats(static_cast<size_t>(s.channels) * 9, 4);
+  const auto dw_bias = testing::RandomFloats(s.channels, 5);
   std::vector<float> pw_packed(pw.size()), dw_packed(dw.size());
   PackPointwiseWeights(s, pw.data(), pw_packed.data());
   PackDepthwiseWeights(s, dw.data(), dw_packed.data());
