@@ -149,17 +149,20 @@ bool ConvolutionLayer::ForwardDecidedDnnl(const BlobVec& bottom, const BlobVec& 
           kernel == CpuKernel::kDnnl);
 }
 
+namespace {
+bool All(const std::vector<int>& v, int value) {
+  return std::all_of(v.begin(), v.end(), [&](int e) { return e == value; });
+}
+}  // namespace
+
 bool ConvolutionLayer::PointwiseDepthwiseWith(const ConvolutionLayer& dw, const Blob& bottom,
                                               cpu::PointwiseDepthwiseShape* shape) const {
-  const auto all = [](const std::vector<int>& v, int value) {
-    return std::all_of(v.begin(), v.end(), [&](int e) { return e == value; });
-  };
   if (num_spatial_axes_ != 2 || dw.num_spatial_axes_ != 2 || channel_axis_ != 1 ||
       dw.channel_axis_ != 1 || bottom.num_axes() != 4 || bottom.shape(1) != channels_ ||
-      !all(kernel_shape_, 1) || !all(stride_, 1) || !all(pad_, 0) || !all(dilation_, 1) ||
+      !All(kernel_shape_, 1) || !All(stride_, 1) || !All(pad_, 0) || !All(dilation_, 1) ||
       group_ != 1 || dw.channels_ != num_output_ || dw.num_output_ != num_output_ ||
-      dw.group_ != num_output_ || !all(dw.kernel_shape_, 3) || !all(dw.pad_, 1) ||
-      !all(dw.dilation_, 1) || dw.stride_[0] != dw.stride_[1])
+      dw.group_ != num_output_ || !All(dw.kernel_shape_, 3) || !All(dw.pad_, 1) ||
+      !All(dw.dilation_, 1) || dw.stride_[0] != dw.stride_[1])
     return false;
   shape->in_channels = channels_;
   shape->channels = num_output_;
@@ -188,27 +191,23 @@ bool ConvolutionLayer::ForwardFusedDepthwise(const Blob& bottom) {
     return false;
   const Blob& pw = *blobs_[0];
   const Blob& dw = *f.layer->blobs()[0];
-  // Both packed in one buffer, each at a 64-byte boundary (a vector load across two cache lines
-  // costs two: the kernel ran 25% slower with weights 16-byte aligned).
+  // Both packed in one buffer, each at a 64-byte boundary.
   const size_t pw_floats = (static_cast<size_t>(pw.count()) + 15) / 16 * 16;
   if (f.pointwise_generation != pw.data_generation() ||
       f.depthwise_generation != dw.data_generation()) {
-    f.packed.resize(pw_floats + dw.count() + 16);
-    const uintptr_t at = reinterpret_cast<uintptr_t>(f.packed.data());
-    f.packed_at = ((at + 63) / 64 * 64 - at) / sizeof(float);
-    cpu::PackPointwiseWeights(shape, pw.cpu_data<float>(), f.packed.data() + f.packed_at);
-    cpu::PackDepthwiseWeights(shape, dw.cpu_data<float>(),
-                              f.packed.data() + f.packed_at + pw_floats);
+    float* packed = f.packed.Resize(pw_floats + dw.count());
+    cpu::PackPointwiseWeights(shape, pw.cpu_data<float>(), packed);
+    cpu::PackDepthwiseWeights(shape, dw.cpu_data<float>(), packed + pw_floats);
     f.pointwise_generation = pw.data_generation();
     f.depthwise_generation = dw.data_generation();
   }
   cpu::PointwiseDepthwiseArgs args;
   args.x = bottom.cpu_data<float>();
-  args.pointwise = f.packed.data() + f.packed_at;
+  args.pointwise = f.packed.data();
   args.pointwise_bias = bias_term_ ? blobs_[1]->cpu_data<float>() : nullptr;
   const float relu_slope = fused_relu_slope();
   args.pointwise_relu = fused_relu() ? &relu_slope : nullptr;
-  args.depthwise = f.packed.data() + f.packed_at + pw_floats;
+  args.depthwise = f.packed.data() + pw_floats;
   args.depthwise_bias = f.layer->bias_term_ ? f.layer->blobs()[1]->cpu_data<float>() : nullptr;
   args.depthwise_relu = f.relu ? &f.slope : nullptr;
   args.threads = CpuThreads();
@@ -221,7 +220,56 @@ bool ConvolutionLayer::ForwardFusedDepthwise(const Blob& bottom) {
   return true;
 }
 
-void ConvolutionLayer::ForwardDnnl(const BlobVec& bottom, const BlobVec& top, bool winograd) {
+float* ConvolutionLayer::PackedWeights::Resize(size_t count) {
+  floats_.resize(count + 16);
+  const uintptr_t at = reinterpret_cast<uintptr_t>(floats_.data());
+  at_ = ((at + 63) / 64 * 64 - at) / sizeof(float);
+  return floats_.data() + at_;
+}
+
+bool ConvolutionLayer::BlockedConvApplies(const Blob& bottom, const Blob& top,
+                                          cpu::BlockedConvShape* shape) const {
+  if (!forward_only() || dtype() != DataType::kFloat32 || num_spatial_axes_ != 2 ||
+      channel_axis_ != 1 || bottom.num_axes() != 4 || bottom.shape(1) != channels_ ||
+      !All(kernel_shape_, 3) || !All(stride_, 1) || !All(pad_, 1) || !All(dilation_, 1) ||
+      group_ != 1 || ChannelBlock() != 16 || !top.channel_block_allowed() ||
+      !ChannelBlockable(top.shape()))
+    return false;
+  shape->in_channels = channels_;
+  shape->channels = num_output_;
+  shape->height = bottom.shape(2);
+  shape->width = bottom.shape(3);
+  return cpu::BlockedConv3x3Applies(*shape);
+}
+
+bool ConvolutionLayer::ForwardBlockedConv(const Blob& bottom, Blob* top) {
+  cpu::BlockedConvShape shape;
+  const int block = bottom.cpu_channel_block();
+  if ((block != 0 && block != 16) || !BlockedConvApplies(bottom, *top, &shape)) return false;
+  const Blob& w = *blobs_[0];
+  if (blocked_generation_ != w.data_generation()) {
+    cpu::PackBlockedConv3x3Weights(shape, w.cpu_data<float>(), blocked_weights_.Resize(w.count()));
+    blocked_generation_ = w.data_generation();
+  }
+  cpu::BlockedConvArgs args;
+  args.x = bottom.cpu_data<float>();
+  args.x_plain = block == 0;
+  args.weights = blocked_weights_.data();
+  args.bias = bias_term_ ? blobs_[1]->cpu_data<float>() : nullptr;
+  const float relu_slope = fused_relu_slope();
+  args.relu = fused_relu() ? &relu_slope : nullptr;
+  args.y = top->mutable_cpu_data<float>();
+  args.threads = CpuThreads();
+  args.scratch = workspace().Cpu<float>(
+      static_cast<int64_t>(cpu::BlockedConv3x3ScratchFloats(shape, bottom.shape(0))));
+  cpu::BlockedConv3x3Forward(shape, bottom.shape(0), args);
+  top->data()->set_channel_block(16);
+  blocked_ran_ = true;
+  return true;
+}
+
+void ConvolutionLayer::ForwardDnnl(const BlobVec& bottom, const BlobVec& top, CpuKernel kernel) {
+  const bool winograd = kernel == CpuKernel::kDnnlWinograd;
   const float* weight = blobs_[0]->cpu_data<float>();
   const float* bias = bias_term_ ? blobs_[1]->cpu_data<float>() : nullptr;
   const float relu_slope = fused_relu_slope();
@@ -243,6 +291,9 @@ void ConvolutionLayer::ForwardDnnl(const BlobVec& bottom, const BlobVec& top, bo
   }
   if (fused_depthwise_.layer != nullptr && !winograd && bottom.size() == 1 &&
       ForwardFusedDepthwise(*bottom[0]))
+    return;
+  if (kernel == CpuKernel::kCremaBlocked && bottom.size() == 1 &&
+      ForwardBlockedConv(*bottom[0], top[0]))
     return;
   for (size_t i = 0; i < bottom.size(); ++i) {
     DnnlConvolution::Io io;
@@ -284,17 +335,23 @@ void ConvolutionLayer::BackwardDnnl(const BlobVec& top, const std::vector<bool>&
 void ConvolutionLayer::ForwardCpu(const BlobVec& bottom, const BlobVec& top) {
   fused_sum_ran_ = false;
   fused_depthwise_.ran = false;
+  blocked_ran_ = false;
   const auto crema = [&] {
     CREMA_ASSERT(bottom[0]->cpu_channel_block() == 0 && fused_sum_ == nullptr,
                  "channel-blocked input or a fused sum for crema's kernels");
     CREMA_DISPATCH_FLOAT(dtype(), T, ForwardT<T>(bottom, top));
   };
   const CpuEngine policy = DnnlPolicy(*bottom[0], *top[0]);  // (prepares dnnl_)
-  const auto dnnl = [&] { ForwardDnnl(bottom, top, false); };
-  const auto winograd = [&] { ForwardDnnl(bottom, top, true); };
+  const auto dnnl = [&] { ForwardDnnl(bottom, top, CpuKernel::kDnnl); };
+  const auto winograd = [&] { ForwardDnnl(bottom, top, CpuKernel::kDnnlWinograd); };
+  const auto blocked = [&] { ForwardDnnl(bottom, top, CpuKernel::kCremaBlocked); };
   const bool has_winograd = policy != CpuEngine::kCaffe && dnnl_->HasWinograd();
+  cpu::BlockedConvShape shape;
+  const bool has_blocked = policy != CpuEngine::kCaffe && bottom.size() == 1 &&
+                           BlockedConvApplies(*bottom[0], *top[0], &shape);
   cpu_engine_choice_.Run(policy, name(), "forward", bottom[0]->shape(), crema, dnnl,
-                         has_winograd ? CpuEngineChoice::Pass(winograd) : nullptr);
+                         has_winograd ? CpuEngineChoice::Pass(winograd) : nullptr,
+                         has_blocked ? CpuEngineChoice::Pass(blocked) : nullptr);
 }
 
 void ConvolutionLayer::BackwardCpu(const BlobVec& top, const std::vector<bool>& propagate_down,

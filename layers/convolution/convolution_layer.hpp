@@ -12,6 +12,7 @@
 
 #include "layers/convolution/base_conv_layer.hpp"
 #include "layers/convolution/dnnl_convolution.hpp"
+#include "math/blocked_conv.hpp"
 #include "math/dnnl_engine.hpp"
 #include "math/pointwise_depthwise.hpp"
 
@@ -55,6 +56,9 @@ class ConvolutionLayer : public BaseConvolutionLayer {
   void set_fused_depthwise(ConvolutionLayer* depthwise, Blob* target = nullptr,
                            const float* relu_slope = nullptr);
   bool fused_depthwise_ran() const { return fused_depthwise_.ran; }
+  // Whether the last Forward ran crema's blocked kernel (CpuKernel::kCremaBlocked: a race's pass
+  // or its decision).
+  bool blocked_ran() const { return blocked_ran_; }
   // The CPU kernel of the last CPU pass (CpuKernelName), or "" before the first.
   const char* cpu_engine() const { return cpu_engine_choice_.last(); }
   CpuEngineChoice* cpu_engine_choice() override { return &cpu_engine_choice_; }
@@ -82,8 +86,10 @@ class ConvolutionLayer : public BaseConvolutionLayer {
   // The CPU engine policy for this layer (kCaffe for other types than float32 and geometries
   // oneDNN does not take); prepares the oneDNN primitives for bottom i.
   CpuEngine DnnlPolicy(const Blob& bottom, const Blob& top);
-  // `winograd`: through oneDNN's Winograd convolution (DnnlConvolution::HasWinograd).
-  void ForwardDnnl(const BlobVec& bottom, const BlobVec& top, bool winograd);
+  // `kernel`: kDnnl, kDnnlWinograd (oneDNN's Winograd convolution, DnnlConvolution::HasWinograd)
+  // or kCremaBlocked (crema's blocked kernel where BlockedConvApplies, else oneDNN's direct
+  // one). A fused sum or depthwise layer runs its fusion.
+  void ForwardDnnl(const BlobVec& bottom, const BlobVec& top, CpuKernel kernel);
   void BackwardDnnl(const BlobVec& top, const std::vector<bool>& propagate_down,
                     const BlobVec& bottom, bool winograd);
   std::shared_ptr<DnnlConvolution> dnnl_;
@@ -92,6 +98,19 @@ class ConvolutionLayer : public BaseConvolutionLayer {
   Blob* fused_sum_ = nullptr;
   bool fused_sum_relu_ = false, fused_sum_ran_ = false;
   float fused_sum_slope_ = 0;
+  // Weights in a kernel's order (math/pointwise_depthwise.hpp, math/blocked_conv.hpp), at a
+  // 64-byte boundary (a vector load across two cache lines costs two: the fused kernel ran 25%
+  // slower with weights 16-byte aligned).
+  class PackedWeights {
+   public:
+    // Room for `count` floats at the boundary.
+    float* Resize(size_t count);
+    const float* data() const { return floats_.data() + at_; }
+
+   private:
+    std::vector<float> floats_;
+    size_t at_ = 0;  // the first float at the boundary
+  };
   // The depthwise layer fused into the next Forward, and the weights of both in the kernel's
   // order, packed from the weight buffers of these generations (Blob::data_generation).
   struct FusedDepthwise {
@@ -100,12 +119,21 @@ class ConvolutionLayer : public BaseConvolutionLayer {
     bool relu = false, ran = false;
     float slope = 0;
     uint64_t pointwise_generation = 0, depthwise_generation = 0;
-    std::vector<float> packed;  // from packed_at: the 1x1 weights, then the depthwise ones
-    size_t packed_at = 0;
+    PackedWeights packed;  // the 1x1 weights, then (at a 16-float boundary) the depthwise ones
   };
   FusedDepthwise fused_depthwise_;
   // Computes the fused pair when it applies to this bottom (false: it did nothing).
   bool ForwardFusedDepthwise(const Blob& bottom);
+  // crema's blocked kernel (cpu::BlockedConv3x3Forward): whether this layer is one it computes
+  // (3x3, stride 1, pad 1, one group, 2-D, float32, an inference net's layer, a top that may be
+  // blocked by 16) for these blobs (filling *shape), and the pass itself on a bottom blocked by
+  // 16 or plain (its output blocked; false: it did nothing), with the weights packed from the
+  // buffer of that generation.
+  bool BlockedConvApplies(const Blob& bottom, const Blob& top, cpu::BlockedConvShape* shape) const;
+  bool ForwardBlockedConv(const Blob& bottom, Blob* top);
+  PackedWeights blocked_weights_;
+  uint64_t blocked_generation_ = 0;
+  bool blocked_ran_ = false;
   // ---- end oneDNN CPU engine ----
 
 #ifdef CREMA_WITH_CUDA

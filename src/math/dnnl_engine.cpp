@@ -93,6 +93,8 @@ const char* CpuKernelName(CpuKernel kernel) {
       return "oneDNN";
     case CpuKernel::kDnnlWinograd:
       return "oneDNN-Winograd";
+    case CpuKernel::kCremaBlocked:
+      return "crema-blocked";
     case CpuKernel::kCrema:
       break;
   }
@@ -117,50 +119,57 @@ CpuEngineChoice::Race& CpuEngineChoice::Get(const char* direction, const std::ve
 }
 
 void CpuEngineChoice::Run(CpuEngine policy, const std::string& layer, const char* direction,
-                          const std::vector<int>& shape, Pass crema, Pass dnnl, Pass winograd) {
+                          const std::vector<int>& shape, Pass crema, Pass dnnl, Pass winograd,
+                          Pass blocked) {
   const auto run = [&](CpuKernel kernel) {
-    if (kernel == CpuKernel::kDnnlWinograd && !winograd) kernel = CpuKernel::kDnnl;
+    if ((kernel == CpuKernel::kDnnlWinograd && !winograd) ||
+        (kernel == CpuKernel::kCremaBlocked && !blocked))
+      kernel = CpuKernel::kDnnl;
     last_ = CpuKernelName(kernel);
-    (kernel == CpuKernel::kCrema ? crema : kernel == CpuKernel::kDnnl ? dnnl : winograd)();
+    (kernel == CpuKernel::kCrema          ? crema
+     : kernel == CpuKernel::kDnnl         ? dnnl
+     : kernel == CpuKernel::kDnnlWinograd ? winograd
+                                          : blocked)();
   };
   if (policy != CpuEngine::kAuto)
     return run(policy == CpuEngine::kDnnl ? CpuKernel::kDnnl : CpuKernel::kCrema);
   Race& race = Get(direction, shape);
   if (race.decided) return run(race.kernel);
-  if (race.kernels == 0) {
-    race.first = crema_races_ ? 0 : 1;
-    race.kernels = (winograd ? 3 : 2) - race.first;
-    if (race.kernels == 1) {  // oneDNN's kernel alone: nothing to race
+  if (race.count == 0) {
+    if (crema_races_) race.kernels[race.count++] = CpuKernel::kCrema;
+    race.kernels[race.count++] = CpuKernel::kDnnl;
+    if (winograd) race.kernels[race.count++] = CpuKernel::kDnnlWinograd;
+    if (blocked) race.kernels[race.count++] = CpuKernel::kCremaBlocked;
+    if (race.count == 1) {  // oneDNN's kernel alone: nothing to race
       race.decided = true;
       race.kernel = CpuKernel::kDnnl;
       return run(race.kernel);
     }
   }
-  const int k = race.pass % race.kernels;
+  const int k = race.pass % race.count;
   const auto start = std::chrono::steady_clock::now();
-  run(static_cast<CpuKernel>(race.first + k));
+  run(race.kernels[k]);
   const double seconds =
       std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
-  if (race.pass >= race.kernels)  // each kernel's first pass warms up
-    race.best[k] = race.pass < 2 * race.kernels ? seconds : std::min(race.best[k], seconds);
+  if (race.pass >= race.count)  // each kernel's first pass warms up
+    race.best[k] = race.pass < 2 * race.count ? seconds : std::min(race.best[k], seconds);
   ++race.pass;
-  if (race.pass < 2 * race.kernels) return;
+  if (race.pass < 2 * race.count) return;
   int fastest = 0;
-  for (int i = 1; i < race.kernels; ++i)
+  for (int i = 1; i < race.count; ++i)
     if (race.best[i] < race.best[fastest]) fastest = i;
   // A clear winner after one timed pass each ends the race early; a close one runs it out.
-  bool clear = race.pass == 2 * race.kernels;
-  for (int i = 0; i < race.kernels; ++i)
+  bool clear = race.pass == 2 * race.count;
+  for (int i = 0; i < race.count; ++i)
     clear = clear && (i == fastest || race.best[i] > kClearMargin * race.best[fastest]);
-  if (race.pass < kPassesPerKernel * race.kernels && !clear) return;
+  if (race.pass < kPassesPerKernel * race.count && !clear) return;
   race.decided = true;
-  race.kernel = static_cast<CpuKernel>(race.first + fastest);
+  race.kernel = race.kernels[fastest];
   std::ostringstream line;
   line << std::fixed << std::setprecision(3) << layer << " " << direction << " " << ShapeText(shape)
        << ": CPU engine " << CpuKernelName(race.kernel) << " (";
-  for (int i = 0; i < race.kernels; ++i)
-    line << (i ? ", " : "") << CpuKernelName(static_cast<CpuKernel>(race.first + i)) << " "
-         << race.best[i] * 1e3 << " ms";
+  for (int i = 0; i < race.count; ++i)
+    line << (i ? ", " : "") << CpuKernelName(race.kernels[i]) << " " << race.best[i] * 1e3 << " ms";
   LOG(INFO) << line.str() << ")";
 }
 
@@ -184,7 +193,7 @@ bool CpuEngineChoice::NextRunsDnnl(CpuEngine policy, const char* direction,
   // A race's first pass runs crema's kernel, where it races.
   if (race == nullptr) return !crema_races_;
   return race->decided ? race->kernel != CpuKernel::kCrema
-                       : race->first + race->pass % race->kernels != 0;
+                       : race->kernels[race->pass % race->count] != CpuKernel::kCrema;
 }
 
 std::vector<CpuEngineChoice::Decision> CpuEngineChoice::Decisions() const {

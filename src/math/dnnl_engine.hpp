@@ -68,17 +68,19 @@ bool DnnlSgemm(bool trans_a, bool trans_b, int m, int n, int k, float alpha, con
 CpuEngine LayerCpuEngine();
 
 // The kernels a layer's CPU pass may run: crema's own, oneDNN's (its direct convolution where it
-// has a choice), or oneDNN's Winograd convolution (F(4x4, 3x3): 3x3 kernels, stride 1, on
-// AVX-512; within float rounding of the direct one, about twice its rounding error).
-enum class CpuKernel : int { kCrema = 0, kDnnl = 1, kDnnlWinograd = 2 };
-// "crema", "oneDNN", "oneDNN-Winograd".
+// has a choice), oneDNN's Winograd convolution (F(4x4, 3x3): 3x3 kernels, stride 1, on
+// AVX-512; within float rounding of the direct one, about twice its rounding error), or crema's
+// kernel on oneDNN's channel-blocked layout (3x3 convolutions of stride 1 and pad 1 in inference
+// on AVX-512, math/blocked_conv.hpp; like oneDNN's, it reads and writes the blocked layout).
+enum class CpuKernel : int { kCrema = 0, kDnnl = 1, kDnnlWinograd = 2, kCremaBlocked = 3 };
+// "crema", "oneDNN", "oneDNN-Winograd", "crema-blocked".
 const char* CpuKernelName(CpuKernel kernel);
 
 // The per-layer choice of `auto`: for each (direction, input shape) a race of the layer's kernels
-// (crema's and oneDNN's, and oneDNN's Winograd where the layer offers it), three passes each run
-// in turn (the first of each untimed: caches, primitive creation), keeping the fastest by its
-// best time; it ends after two passes each when one kernel took under 1/kClearMargin of every
-// other's time.
+// (crema's and oneDNN's, and oneDNN's Winograd and crema's blocked one where the layer offers
+// them), three passes each run in turn (the first of each untimed: caches, primitive creation),
+// keeping the fastest by its best time; it ends after two passes each when one kernel took under
+// 1/kClearMargin of every other's time.
 class CpuEngineChoice {
  public:
   // One of a layer's kernels for a pass: a reference to a callable that outlives the call (a
@@ -120,19 +122,20 @@ class CpuEngineChoice {
     return *this;
   }
 
-  // Runs one pass, `crema`, `dnnl` or `winograd` (none: the layer has none for these shapes), as
-  // `policy` says: kCaffe crema, kDnnl dnnl, kAuto the race. `layer` names the layer in the log
-  // line, `direction` is "forward" or "backward". A decision for Winograd where the layer offers
-  // none (a .solverstate from another CPU) runs dnnl.
+  // Runs one pass, `crema`, `dnnl`, `winograd` or `blocked` (none: the layer has none for these
+  // shapes), as `policy` says: kCaffe crema, kDnnl dnnl, kAuto the race. `layer` names the layer
+  // in the log line, `direction` is "forward" or "backward". A decision for a kernel the layer
+  // offers none of (a .solverstate or choice cache from another CPU) runs dnnl.
   void Run(CpuEngine policy, const std::string& layer, const char* direction,
-           const std::vector<int>& shape, Pass crema, Pass dnnl, Pass winograd = nullptr);
+           const std::vector<int>& shape, Pass crema, Pass dnnl, Pass winograd = nullptr,
+           Pass blocked = nullptr);
   // Whether crema's kernel enters the races not started yet (default true). Net::
   // PlanChannelBlocked turns it off for a layer whose input arrives channel-blocked: crema's
   // kernel reads plain data, so the net would convert the input first and the next layer reorder
   // crema's plain output back, costs its timed passes do not include (SqueezeNet v1.1 at batch 1
   // on one thread: 5.5 ms a pass with the 1x1 convolutions crema's kernel won alone, 4.7-5.0 with
-  // oneDNN's kept). Then oneDNN's kernels race (direct and Winograd), or oneDNN's runs without a
-  // race where the layer has no Winograd.
+  // oneDNN's kept). Then the blocked kernels race (oneDNN's direct and Winograd, crema's blocked),
+  // or oneDNN's runs without a race where the layer has no other.
   void set_crema_races(bool on) { crema_races_ = on; }
   bool crema_races() const { return crema_races_; }
   // The kernel of the last pass run: CpuKernelName, or "" before the first.
@@ -142,8 +145,8 @@ class CpuEngineChoice {
   bool Racing(const char* direction, const std::vector<int>& shape) const;
   bool Decided(const char* direction, const std::vector<int>& shape,
                CpuKernel* kernel = nullptr) const;
-  // Whether the next Run with `policy` runs one of oneDNN's kernels (kDnnl, a race decided for
-  // one, or a race's next pass).
+  // Whether the next Run with `policy` runs a kernel that reads the channel-blocked layout (one of
+  // oneDNN's or crema's blocked one: kDnnl, a race decided for one, or a race's next pass).
   bool NextRunsDnnl(CpuEngine policy, const char* direction, const std::vector<int>& shape) const;
   // The decided races, to keep them across processes (a .solverstate: resuming then runs the
   // kernels the interrupted run chose), and taking one back (a race not run yet).
@@ -154,20 +157,23 @@ class CpuEngineChoice {
   };
   std::vector<Decision> Decisions() const;
   void Restore(const Decision& decision);
-  // The most passes a race takes (a layer's scratch passes before training run up to this many).
-  static constexpr int kMaxRacePasses = 9;
+  // The most kernels a race has (crema's, oneDNN's direct and Winograd ones, crema's blocked
+  // one), and the most passes it takes (a layer's scratch passes before training run up to this
+  // many).
+  static constexpr int kMaxKernels = 4;
+  static constexpr int kMaxRacePasses = 3 * kMaxKernels;
 
  private:
-  static constexpr int kMaxKernels = 3;
   struct Race {
-    int first = 0;    // the first kernel raced (CpuKernel): kCrema, or kDnnl without crema's
-    int kernels = 0;  // how many from `first` on (to kDnnlWinograd where the layer has one)
+    CpuKernel kernels[kMaxKernels] = {};  // the kernels raced, in the order they run
+    int count = 0;                        // how many (0: not started)
     int pass = 0;
-    double best[kMaxKernels] = {0, 0, 0};
+    double best[kMaxKernels] = {0, 0, 0, 0};
     bool decided = false;
     CpuKernel kernel = CpuKernel::kCrema;
   };
   static constexpr int kPassesPerKernel = 3;
+  static_assert(kMaxRacePasses == kPassesPerKernel * kMaxKernels);
   static constexpr double kClearMargin = 1.5;
   // The race of (direction, shape), or null where none has started; Get starts one. The last
   // race found is remembered (std::map's nodes stay where they are): a pass asks for the same

@@ -46,7 +46,8 @@ fs::path ChoiceCacheFile() {
 using ChoiceCache = std::map<std::string, CpuKernel>;
 
 bool ParseKernel(const std::string& name, CpuKernel* kernel) {
-  for (const CpuKernel k : {CpuKernel::kCrema, CpuKernel::kDnnl, CpuKernel::kDnnlWinograd})
+  for (const CpuKernel k :
+       {CpuKernel::kCrema, CpuKernel::kDnnl, CpuKernel::kDnnlWinograd, CpuKernel::kCremaBlocked})
     if (name == CpuKernelName(k)) {
       *kernel = k;
       return true;

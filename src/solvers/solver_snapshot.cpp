@@ -83,8 +83,10 @@ void Solver::SaveCpuEngines(SolverState* state) const {
         saved->set_layer(layer->name());
         saved->set_direction(decision.direction);
         for (int d : decision.shape) saved->add_shape(d);
-        saved->set_dnnl(decision.kernel != CpuKernel::kCrema);
+        saved->set_dnnl(decision.kernel == CpuKernel::kDnnl ||
+                        decision.kernel == CpuKernel::kDnnlWinograd);
         if (decision.kernel == CpuKernel::kDnnlWinograd) saved->set_winograd(true);
+        if (decision.kernel == CpuKernel::kCremaBlocked) saved->set_blocked(true);
       }
     }
   }
@@ -98,7 +100,8 @@ void Solver::RestoreCpuEngines(const SolverState& state) {
     CpuEngineChoice* choice = layer != nullptr ? layer->cpu_engine_choice() : nullptr;
     // A layer that is gone or no longer races (another net) decides afresh.
     if (choice == nullptr) continue;
-    const CpuKernel kernel = !saved.dnnl()      ? CpuKernel::kCrema
+    const CpuKernel kernel = saved.blocked()    ? CpuKernel::kCremaBlocked
+                             : !saved.dnnl()    ? CpuKernel::kCrema
                              : saved.winograd() ? CpuKernel::kDnnlWinograd
                                                 : CpuKernel::kDnnl;
     choice->Restore({saved.direction(), {saved.shape().begin(), saved.shape().end()}, kernel});

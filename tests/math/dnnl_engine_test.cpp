@@ -5,6 +5,7 @@
 
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <chrono>
 #include <string>
 #include <thread>
@@ -13,11 +14,13 @@
 namespace crema {
 namespace {
 
-// Three stand-in kernels that sleep for their given milliseconds and record their runs.
+// Four stand-in kernels that sleep for their given milliseconds and record their runs.
 struct Kernels {
   int crema_ms, dnnl_ms, winograd_ms;
   std::vector<std::string> runs;
-  void Run(CpuEngineChoice* choice, CpuEngine policy, bool with_winograd) {
+  int blocked_ms = 0;
+  void Run(CpuEngineChoice* choice, CpuEngine policy, bool with_winograd,
+           bool with_blocked = false) {
     const auto sleep = [this](const char* name, int ms) {
       return [this, name, ms] {
         runs.push_back(name);
@@ -26,7 +29,8 @@ struct Kernels {
     };
     choice->Run(policy, "conv", "forward", {2, 16, 8, 8}, sleep("crema", crema_ms),
                 sleep("oneDNN", dnnl_ms),
-                with_winograd ? sleep("oneDNN-Winograd", winograd_ms) : std::function<void()>());
+                with_winograd ? sleep("oneDNN-Winograd", winograd_ms) : std::function<void()>(),
+                with_blocked ? sleep("crema-blocked", blocked_ms) : std::function<void()>());
   }
 };
 
@@ -128,10 +132,47 @@ TEST(CpuEngineChoice, FixedPoliciesNeverRace) {
   EXPECT_FALSE(choice.NextRunsDnnl(CpuEngine::kCaffe, "forward", kShape));
 }
 
+TEST(CpuEngineChoice, FourKernelsWithCremasBlockedOne) {
+  CpuEngineChoice choice;
+  Kernels kernels{40, 30, 25, {}, 2};
+  for (int pass = 0; pass < 8; ++pass) kernels.Run(&choice, CpuEngine::kAuto, true, true);
+  const std::vector<std::string> order = {"crema", "oneDNN", "oneDNN-Winograd", "crema-blocked"};
+  std::vector<std::string> twice = order;
+  twice.insert(twice.end(), order.begin(), order.end());
+  EXPECT_EQ(kernels.runs, twice);
+  ASSERT_TRUE(choice.Decided("forward", kShape));
+  // crema's blocked kernel reads the channel-blocked layout, as oneDNN's do.
+  EXPECT_TRUE(choice.NextRunsDnnl(CpuEngine::kAuto, "forward", kShape));
+  ASSERT_EQ(choice.Decisions().size(), 1u);
+  EXPECT_EQ(choice.Decisions()[0].kernel, CpuKernel::kCremaBlocked);
+  // Taken back where the layer offers no blocked kernel (another CPU): oneDNN's direct one.
+  CpuEngineChoice other;
+  other.Restore(choice.Decisions()[0]);
+  Kernels again{1, 1, 1, {}, 1};
+  again.Run(&other, CpuEngine::kAuto, true, true);
+  again.Run(&other, CpuEngine::kAuto, true, false);
+  EXPECT_EQ(again.runs, (std::vector<std::string>{"crema-blocked", "oneDNN"}));
+  // Without crema's plain kernel (a channel-blocked input): the three blocked ones race, and a
+  // close race runs out its three passes each.
+  CpuEngineChoice blocked_input;
+  blocked_input.set_crema_races(false);
+  Kernels close{10, 10, 10, {}, 10};
+  int passes = 0;
+  while (!blocked_input.Decided("forward", kShape)) {
+    ASSERT_LT(passes, CpuEngineChoice::kMaxRacePasses) << "the race did not end";
+    close.Run(&blocked_input, CpuEngine::kAuto, true, true);
+    ++passes;
+  }
+  EXPECT_EQ(passes, 9);
+  EXPECT_EQ(std::count(close.runs.begin(), close.runs.end(), "crema"), 0);
+  EXPECT_EQ(std::count(close.runs.begin(), close.runs.end(), "crema-blocked"), 3);
+}
+
 TEST(CpuEngineChoice, KernelNames) {
   EXPECT_STREQ(CpuKernelName(CpuKernel::kCrema), "crema");
   EXPECT_STREQ(CpuKernelName(CpuKernel::kDnnl), "oneDNN");
   EXPECT_STREQ(CpuKernelName(CpuKernel::kDnnlWinograd), "oneDNN-Winograd");
+  EXPECT_STREQ(CpuKernelName(CpuKernel::kCremaBlocked), "crema-blocked");
 }
 
 }  // namespace

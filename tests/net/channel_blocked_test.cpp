@@ -11,6 +11,8 @@
 
 #include "crema/net.hpp"
 #include "crema/proto_io.hpp"
+#include "layers/convolution/convolution_layer.hpp"
+#include "math/blocked_conv.hpp"
 #include "math/dnnl_engine.hpp"
 #include "support/gradient_checker.hpp"
 #include "support/net_checks.hpp"
@@ -209,38 +211,87 @@ TEST(ChannelBlocked, NeedsOneDnnAndAMemoryPlan) {
 // The automatic choice races oneDNN on blocked inputs where the net gives them (its scratch
 // blobs carry the layouts), and crema's kernels on plain ones outside the blocked chain; the
 // result matches crema's kernels within float rounding.
-TEST(ChannelBlocked, AutomaticEngineChoiceOnBlockedData) {
-  setenv("CREMA_CPU_ENGINE_CACHE", "off", 1);
-  const NetParameter param = Parse(kEveryReader);
-  std::unique_ptr<Net> reference;
-  {
-    ScopedCpuEngine caffe(CpuEngine::kCaffe);
-    reference = Build(param, false, false);
-  }
-  ScopedCpuEngine autochoice(CpuEngine::kAuto);
-  auto net = Build(param, true, false);
-  testing::RandomInferenceWeights(reference.get(), 100);
-  net->ShareTrainedLayersWith(*reference);
-  testing::FillUniform(reference->input_blobs()[0], -1, 1, 5);
-  net->input_blobs()[0]->CopyFrom(*reference->input_blobs()[0]);
-  {
-    ScopedCpuEngine caffe(CpuEngine::kCaffe);
-    reference->Forward();
-  }
-  net->PrepareCpuEngines();
-  for (int pass = 0; pass < 3; ++pass) net->Forward();
-  // In the blocked chain oneDNN's kernels only (crema's would convert the layouts).
-  if (ChannelBlock() > 0) {
-    for (const char* name : {"conv1", "pool1", "a", "b", "c", "kept"})
-      EXPECT_STRNE(net->layer_by_name(name)->cpu_engine_choice()->last(), "crema") << name;
-  }
-  const Blob& got = *net->output_blobs()[0];
-  const Blob& want = *reference->output_blobs()[0];
+// `param` built blocked (`net`, for the current engine policy) and plain under crema's kernels
+// (`reference`), with the same weights and input, the reference run once.
+struct AgainstCaffe {
+  std::unique_ptr<Net> reference, net;
+};
+AgainstCaffe BuildAgainstCaffe(const NetParameter& param) {
+  AgainstCaffe nets;
+  ScopedCpuEngine caffe(CpuEngine::kCaffe);
+  nets.reference = Build(param, false, false);
+  nets.net = Build(param, true, false);
+  testing::RandomInferenceWeights(nets.reference.get(), 100);
+  nets.net->ShareTrainedLayersWith(*nets.reference);
+  testing::FillUniform(nets.reference->input_blobs()[0], -1, 1, 5);
+  nets.net->input_blobs()[0]->CopyFrom(*nets.reference->input_blobs()[0]);
+  nets.reference->Forward();
+  return nets;
+}
+
+// The net's output within float rounding of the reference's.
+void ExpectNearReference(const AgainstCaffe& nets, int pass) {
+  const Blob& got = *nets.net->output_blobs()[0];
+  const Blob& want = *nets.reference->output_blobs()[0];
   ASSERT_EQ(got.count(), want.count());
   for (int64_t i = 0; i < got.count(); ++i)
-    EXPECT_NEAR(got.cpu_data<float>()[i], want.cpu_data<float>()[i],
+    ASSERT_NEAR(got.cpu_data<float>()[i], want.cpu_data<float>()[i],
                 1e-4 * (1 + std::abs(want.cpu_data<float>()[i])))
-        << i;
+        << i << ", pass " << pass;
+}
+
+TEST(ChannelBlocked, AutomaticEngineChoiceOnBlockedData) {
+  setenv("CREMA_CPU_ENGINE_CACHE", "off", 1);
+  const AgainstCaffe nets = BuildAgainstCaffe(Parse(kEveryReader));
+  ScopedCpuEngine autochoice(CpuEngine::kAuto);
+  nets.net->PrepareCpuEngines();
+  for (int pass = 0; pass < 3; ++pass) nets.net->Forward();
+  // In the blocked chain the blocked layout's kernels only (crema's plain ones would convert the
+  // layouts).
+  if (ChannelBlock() > 0) {
+    for (const char* name : {"conv1", "pool1", "a", "b", "c", "kept"})
+      EXPECT_STRNE(nets.net->layer_by_name(name)->cpu_engine_choice()->last(), "crema") << name;
+  }
+  ExpectNearReference(nets, 2);
+}
+
+// crema's 3x3 kernel on the blocked layout (math/blocked_conv.hpp) where the race keeps it: it
+// reads the net's plain input or the blocked output of the convolution before it and writes
+// blocked output for the next one, with its fused ReLU, and the net's output is the reference's
+// within float rounding. A training net never races it (its passes are inference's).
+TEST(ChannelBlocked, CremasBlockedKernelInTheChain) {
+  setenv("CREMA_CPU_ENGINE_CACHE", "off", 1);
+  const AgainstCaffe nets = BuildAgainstCaffe(Parse(R"(
+    layer { name: "data" type: "Input" top: "data"
+            input_param { shape { dim: 2 dim: 16 dim: 9 dim: 11 } } }
+    layer { name: "conv1" type: "Convolution" bottom: "data" top: "conv1"
+            convolution_param { num_output: 32 kernel_size: 3 pad: 1 } }
+    layer { name: "conv2" type: "Convolution" bottom: "conv1" top: "conv2"
+            convolution_param { num_output: 48 kernel_size: 3 pad: 1 } }
+    layer { name: "relu2" type: "ReLU" bottom: "conv2" top: "conv2"
+            relu_param { negative_slope: 0.1 } }
+    layer { name: "conv3" type: "Convolution" bottom: "conv2" top: "conv3"
+            convolution_param { num_output: 16 kernel_size: 1 } }
+  )"));
+  ScopedCpuEngine autochoice(CpuEngine::kAuto);
+  // The choices a race could make, made: crema's blocked kernel on the net's plain input (conv1)
+  // and on conv1's blocked output (conv2), then oneDNN's.
+  const auto decide = [&](const char* layer, std::vector<int> shape, CpuKernel kernel) {
+    nets.net->layer_by_name(layer)->cpu_engine_choice()->Restore({"forward", shape, kernel});
+  };
+  decide("conv1", {2, 16, 9, 11}, CpuKernel::kCremaBlocked);
+  decide("conv2", {2, 32, 9, 11}, CpuKernel::kCremaBlocked);
+  decide("conv3", {2, 48, 9, 11}, CpuKernel::kDnnl);
+  // (Without AVX-512 or oneDNN, the decisions run oneDNN's kernel, or crema's plain one.)
+  const bool runs = ChannelBlock() == 16 && cpu::BlockedConv3x3Applies({16, 32, 9, 11});
+  for (int pass = 0; pass < 2; ++pass) {
+    nets.net->Forward();
+    for (const char* name : {"conv1", "conv2"})
+      EXPECT_EQ(dynamic_cast<const ConvolutionLayer&>(*nets.net->layer_by_name(name)).blocked_ran(),
+                runs)
+          << name;
+    ExpectNearReference(nets, pass);
+  }
 }
 
 // Training: oneDNN convolutions and pooling (blocked forward and backward), pass-through layers
@@ -427,6 +478,10 @@ TEST(ChannelBlocked, AutomaticEngineChoiceInTraining) {
   if (ChannelBlock() > 0)
     for (const char* name : {"conv2", "pool1", "a", "b", "c", "k", "d"})
       EXPECT_STRNE(net->layer_by_name(name)->cpu_engine_choice()->last(), "crema") << name;
+  for (const auto& layer : net->layers())
+    if (const CpuEngineChoice* choice = layer->cpu_engine_choice())
+      for (const CpuEngineChoice::Decision& d : choice->Decisions())
+        EXPECT_NE(d.kernel, CpuKernel::kCremaBlocked) << layer->name() << " " << d.direction;
   const auto& want = reference->learnable_params();
   const auto& got = net->learnable_params();
   ASSERT_EQ(want.size(), got.size());

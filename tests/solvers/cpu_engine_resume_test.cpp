@@ -9,6 +9,7 @@
 #include <cstring>
 #include <filesystem>
 #include <fstream>
+#include <map>
 #include <string>
 #include <vector>
 
@@ -115,9 +116,10 @@ TEST_F(CpuEngineResume, ResumedRunContinuesBitForBit) {
     EXPECT_NE(std::find(choices.begin(), choices.end(), want), choices.end()) << want;
 }
 
-// A decision for oneDNN's Winograd convolution goes into the .solverstate (dnnl and winograd set)
-// and comes back from it as such.
-TEST_F(CpuEngineResume, WinogradDecisionsSurviveTheSolverState) {
+// Decisions for oneDNN's Winograd convolution (dnnl and winograd set) and for crema's blocked
+// kernel (blocked set, not dnnl: a reader that predates it takes crema's plain kernel) go into
+// the .solverstate and come back from it as such.
+TEST_F(CpuEngineResume, KernelDecisionsSurviveTheSolverState) {
   if (!DnnlBuilt()) GTEST_SKIP() << "built without oneDNN: no engine to choose";
   setenv("CREMA_CPU_ENGINE_CACHE", "off", 1);
   auto first = MakeSolver();
@@ -125,28 +127,32 @@ TEST_F(CpuEngineResume, WinogradDecisionsSurviveTheSolverState) {
   CpuEngineChoice* choice = first->net()->layer_by_name("conv2")->cpu_engine_choice();
   ASSERT_NE(choice, nullptr);
   const std::vector<int> shape = first->net()->blob_by_name("pool1")->shape();
-  choice->Restore({"backward", shape, CpuKernel::kDnnlWinograd});
+  const std::map<std::string, CpuKernel> kernels = {{"backward", CpuKernel::kDnnlWinograd},
+                                                    {"forward", CpuKernel::kCremaBlocked}};
+  for (const auto& [direction, kernel] : kernels) choice->Restore({direction, shape, kernel});
   const std::string state = StateOf(first->Snapshot());
   SolverState saved;
   ReadBinaryProto(state, &saved);
   int found = 0;
   for (const CpuEngineState& e : saved.cpu_engine()) {
-    if (e.layer() != "conv2" || e.direction() != "backward") continue;
+    if (e.layer() != "conv2") continue;
     ++found;
-    EXPECT_TRUE(e.dnnl());
-    EXPECT_TRUE(e.winograd());
+    const bool winograd = e.direction() == "backward";
+    EXPECT_EQ(e.dnnl(), winograd) << e.direction();
+    EXPECT_EQ(e.winograd(), winograd) << e.direction();
+    EXPECT_EQ(e.blocked(), !winograd) << e.direction();
   }
-  EXPECT_EQ(found, 1);
+  EXPECT_EQ(found, 2);
   auto resumed = MakeSolver();
   resumed->Restore(state);
-  bool restored = false;
+  int restored = 0;
   for (const CpuEngineChoice::Decision& d :
        resumed->net()->layer_by_name("conv2")->cpu_engine_choice()->Decisions())
-    if (d.direction == "backward" && d.shape == shape) {
-      restored = true;
-      EXPECT_EQ(d.kernel, CpuKernel::kDnnlWinograd);
+    if (d.shape == shape) {
+      ++restored;
+      EXPECT_EQ(d.kernel, kernels.at(d.direction)) << d.direction;
     }
-  EXPECT_TRUE(restored);
+  EXPECT_EQ(restored, 2);
 }
 
 // With the choice cache, solvers built afresh (as separate processes would) run the engines the
