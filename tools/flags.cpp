@@ -87,8 +87,9 @@ DEFINE_string(
     cpu_engine, "",
     "CPU Convolution, Pooling, InnerProduct: auto (per layer and shape, oneDNN or "
     "crema's kernels, and for 3x3 stride-1 convolutions on AVX-512 oneDNN's Winograd "
-    "convolution and, in inference on channel-blocked data, crema's direct kernel on that "
-    "layout too, whichever times fastest in passes run as the net runs the layer: its "
+    "convolution, and in inference on AVX-512 for 3x3 and 1x1 stride-1 convolutions crema's "
+    "direct kernels on the channel-blocked layout (crema-blocked) too, whichever times fastest "
+    "in passes run as the net runs the layer: its "
     "fused ReLU, the caches filled as the other layers leave them; only the kernels of the "
     "blocked layout where a net keeps the data channel-blocked between layers; train and "
     "time decide "

@@ -146,7 +146,7 @@ bool ConvolutionLayer::ForwardDecidedDnnl(const BlobVec& bottom, const BlobVec& 
   return policy == CpuEngine::kDnnl ||
          (policy == CpuEngine::kAuto &&
           cpu_engine_choice_.Decided("forward", bottom[0]->shape(), &kernel) &&
-          kernel == CpuKernel::kDnnl);
+          (kernel == CpuKernel::kDnnl || kernel == CpuKernel::kCremaBlocked));
 }
 
 namespace {
@@ -229,40 +229,63 @@ float* ConvolutionLayer::PackedWeights::Resize(size_t count) {
 
 bool ConvolutionLayer::BlockedConvApplies(const Blob& bottom, const Blob& top,
                                           cpu::BlockedConvShape* shape) const {
+  const bool pointwise = All(kernel_shape_, 1) && All(pad_, 0);
   if (!forward_only() || dtype() != DataType::kFloat32 || num_spatial_axes_ != 2 ||
       channel_axis_ != 1 || bottom.num_axes() != 4 || bottom.shape(1) != channels_ ||
-      !All(kernel_shape_, 3) || !All(stride_, 1) || !All(pad_, 1) || !All(dilation_, 1) ||
-      group_ != 1 || ChannelBlock() != 16 || !top.channel_block_allowed() ||
+      !((All(kernel_shape_, 3) && All(pad_, 1)) || pointwise) || !All(stride_, 1) ||
+      !All(dilation_, 1) || group_ != 1 || ChannelBlock() != 16 || !top.channel_block_allowed() ||
       !ChannelBlockable(top.shape()))
     return false;
   shape->in_channels = channels_;
   shape->channels = num_output_;
   shape->height = bottom.shape(2);
   shape->width = bottom.shape(3);
-  return cpu::BlockedConv3x3Applies(*shape);
+  shape->kernel = pointwise ? 1 : 3;
+  return pointwise ? cpu::PointwiseApplies(channels_, num_output_, shape->height * shape->width)
+                   : cpu::BlockedConv3x3Applies(*shape);
 }
 
 bool ConvolutionLayer::ForwardBlockedConv(const Blob& bottom, Blob* top) {
   cpu::BlockedConvShape shape;
   const int block = bottom.cpu_channel_block();
-  if ((block != 0 && block != 16) || !BlockedConvApplies(bottom, *top, &shape)) return false;
+  if (!BlockedConvApplies(bottom, *top, &shape)) return false;
+  // (The 1x1 kernel reads blocked input only: where the input arrives plain, oneDNN's runs.)
+  if (block != 16 && (block != 0 || shape.kernel == 1)) return false;
   const Blob& w = *blobs_[0];
   if (blocked_generation_ != w.data_generation()) {
-    cpu::PackBlockedConv3x3Weights(shape, w.cpu_data<float>(), blocked_weights_.Resize(w.count()));
+    float* packed = blocked_weights_.Resize(w.count());
+    if (shape.kernel == 1)
+      cpu::PackPointwiseWeights({channels_, num_output_, 1, 1, 1}, w.cpu_data<float>(), packed);
+    else
+      cpu::PackBlockedConv3x3Weights(shape, w.cpu_data<float>(), packed);
     blocked_generation_ = w.data_generation();
   }
-  cpu::BlockedConvArgs args;
-  args.x = bottom.cpu_data<float>();
-  args.x_plain = block == 0;
-  args.weights = blocked_weights_.data();
-  args.bias = bias_term_ ? blobs_[1]->cpu_data<float>() : nullptr;
+  const float* bias = bias_term_ ? blobs_[1]->cpu_data<float>() : nullptr;
   const float relu_slope = fused_relu_slope();
-  args.relu = fused_relu() ? &relu_slope : nullptr;
-  args.y = top->mutable_cpu_data<float>();
-  args.threads = CpuThreads();
-  args.scratch = workspace().Cpu<float>(
-      static_cast<int64_t>(cpu::BlockedConv3x3ScratchFloats(shape, bottom.shape(0))));
-  cpu::BlockedConv3x3Forward(shape, bottom.shape(0), args);
+  const float* relu = fused_relu() ? &relu_slope : nullptr;
+  if (shape.kernel == 1) {
+    cpu::PointwiseArgs args;
+    args.x = bottom.cpu_data<float>();
+    args.weights = blocked_weights_.data();
+    args.bias = bias;
+    args.relu = relu;
+    args.y = top->mutable_cpu_data<float>();
+    args.threads = CpuThreads();
+    cpu::PointwiseForward(channels_, num_output_, shape.height * shape.width, bottom.shape(0),
+                          args);
+  } else {
+    cpu::BlockedConvArgs args;
+    args.x = bottom.cpu_data<float>();
+    args.x_plain = block == 0;
+    args.weights = blocked_weights_.data();
+    args.bias = bias;
+    args.relu = relu;
+    args.y = top->mutable_cpu_data<float>();
+    args.threads = CpuThreads();
+    args.scratch = workspace().Cpu<float>(
+        static_cast<int64_t>(cpu::BlockedConv3x3ScratchFloats(shape, bottom.shape(0))));
+    cpu::BlockedConv3x3Forward(shape, bottom.shape(0), args);
+  }
   top->data()->set_channel_block(16);
   blocked_ran_ = true;
   return true;

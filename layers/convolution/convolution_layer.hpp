@@ -46,8 +46,9 @@ class ConvolutionLayer : public BaseConvolutionLayer {
   // cpu::PointwiseDepthwiseForward computes on this CPU for `bottom`'s shape (filling *shape).
   bool PointwiseDepthwiseWith(const ConvolutionLayer& depthwise, const Blob& bottom,
                               cpu::PointwiseDepthwiseShape* shape) const;
-  // Whether the next Forward on these blobs runs oneDNN's direct kernel by a decision already
-  // made (the policy, or a race run out), so that fusing it changes no race's timing.
+  // Whether the next Forward on these blobs runs oneDNN's direct kernel or crema's blocked one by
+  // a decision already made (the policy, or a race run out), so that fusing it changes no race's
+  // timing (the fused kernel's 1x1 part is crema's blocked one).
   bool ForwardDecidedDnnl(const BlobVec& bottom, const BlobVec& top);
   // With `depthwise` (see above) and its top `target`, the next Forward, on a bottom blocked by
   // 16 channels, computes target = depthwise(this layer's output) (then the ReLU with
@@ -124,11 +125,11 @@ class ConvolutionLayer : public BaseConvolutionLayer {
   FusedDepthwise fused_depthwise_;
   // Computes the fused pair when it applies to this bottom (false: it did nothing).
   bool ForwardFusedDepthwise(const Blob& bottom);
-  // crema's blocked kernel (cpu::BlockedConv3x3Forward): whether this layer is one it computes
-  // (3x3, stride 1, pad 1, one group, 2-D, float32, an inference net's layer, a top that may be
-  // blocked by 16) for these blobs (filling *shape), and the pass itself on a bottom blocked by
-  // 16 or plain (its output blocked; false: it did nothing), with the weights packed from the
-  // buffer of that generation.
+  // crema's blocked kernels (cpu::BlockedConv3x3Forward, cpu::PointwiseForward): whether this
+  // layer is one they compute (3x3 with pad 1 or 1x1 without, stride 1, one group, 2-D, float32,
+  // an inference net's layer, a top that may be blocked by 16) for these blobs (filling *shape),
+  // and the pass itself on a bottom blocked by 16 (or plain, for the 3x3 kernel; its output
+  // blocked; false: it did nothing), with the weights packed from the buffer of that generation.
   bool BlockedConvApplies(const Blob& bottom, const Blob& top, cpu::BlockedConvShape* shape) const;
   bool ForwardBlockedConv(const Blob& bottom, Blob* top);
   PackedWeights blocked_weights_;

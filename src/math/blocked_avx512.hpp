@@ -4,8 +4,13 @@
 // and the grouping of output channel blocks into register tiles. Internal to src/math.
 #if defined(__x86_64__)
 #include <immintrin.h>
+#ifdef _OPENMP
+#include <omp.h>
+#endif
 
+#include <algorithm>
 #include <cstddef>
+#include <cstdint>
 #include <type_traits>
 
 #define CREMA_AVX512 __attribute__((target("avx512f")))
@@ -71,6 +76,24 @@ CREMA_AVX512 __attribute__((always_inline)) inline void AddInputBlock(__m512 (&a
   }
 }
 
+// Weights a register tile fetches into L2 while it computes (the next input blocks' weights: at
+// batch 1 they come from memory, and the hardware's prefetcher follows each output block's
+// weights only within a 4 KB page): cache lines [first, first + count) of each of OB output
+// blocks' weights, ws floats apart from `at`; none without `at`.
+struct Ahead {
+  const float* at = nullptr;
+  int first = 0, count = 0;
+  // Issues those of the first part / parts of the fetches not issued yet (*done of them are).
+  template <int OB>
+  CREMA_AVX512 __attribute__((always_inline)) inline void Fetch(int part, int parts, size_t ws,
+                                                                int* done) const {
+    if (at == nullptr) return;
+    for (const int until = OB * count * part / parts; *done < until; ++*done)
+      _mm_prefetch(reinterpret_cast<const char*>(at + *done % OB * ws + (first + *done / OB) * 16),
+                   _MM_HINT_T1);
+  }
+};
+
 // f(std::integral_constant<int, P>()) for P = n, 1 to 7: the width of a row's last register tile
 // as a template argument.
 template <typename F>
@@ -91,6 +114,30 @@ CREMA_AVX512 __attribute__((always_inline)) inline void WithTileWidth(int n, F&&
     case 7:
       return f(std::integral_constant<int, 7>());
   }
+}
+
+// Inside an OpenMP parallel region, the calling thread's equal share [begin, end) of `total`
+// units of work (thread t of T: total * t / T to total * (t + 1) / T), and its number.
+struct ThreadShare {
+  explicit ThreadShare(int64_t total) {
+#ifdef _OPENMP
+    const int threads = omp_get_num_threads();
+    thread = omp_get_thread_num();
+#else
+    const int threads = 1;
+#endif
+    begin = total * thread / threads;
+    end = total * (thread + 1) / threads;
+  }
+  int thread = 0;
+  int64_t begin = 0, end = 0;
+};
+
+// Of `count` parts of `size` units each, the first of which starts at unit `base`, the first
+// part that starts at or after unit `at` (count where none does): a thread's share of a group's
+// rows or tiles, where threads take equal shares of a pass's units.
+inline int PartsFrom(int64_t at, int64_t base, int size, int count) {
+  return at <= base ? 0 : static_cast<int>(std::min<int64_t>((at - base + size - 1) / size, count));
 }
 
 // The output blocks in groups for register tiles of 7 positions: three blocks (21

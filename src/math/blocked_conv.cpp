@@ -1,9 +1,5 @@
 #include "math/blocked_conv.hpp"
 
-#ifdef _OPENMP
-#include <omp.h>
-#endif
-
 #include <algorithm>
 #include <cstdint>
 #include <cstring>
@@ -20,13 +16,6 @@ constexpr int kPositions = 7;  // positions of a row per register tile
 constexpr int kTaps = 9;
 
 #if defined(__x86_64__)
-// Weights to fetch ahead while a tile computes: cache lines [first, first + count) of each of
-// the OB blocks' weights for the next input block (blocks ws floats apart from `at`), or none.
-struct Ahead {
-  const float* at = nullptr;
-  int first = 0, count = 0;
-};
-
 // OB output blocks x P positions of a row, one input block added: x at the padded input's
 // position (row, column) of the tile's first output in that block (rows xrow floats apart), w at
 // the first output block's weights for the input block (output blocks ws floats apart), y at the
@@ -40,14 +29,10 @@ CREMA_AVX512 __attribute__((always_inline)) inline void Tile(const float* x, siz
                                                              const float* relu, Ahead ahead) {
   __m512 acc[OB][P];
   StartTile(acc, first, bias, y, ys);
-  const int fetches = ahead.at != nullptr ? OB * ahead.count : 0;
   int fetched = 0;
   for (int kh = 0; kh < 3; ++kh)
     for (int kw = 0; kw < 3; ++kw) {
-      for (const int until = fetches * (kh * 3 + kw + 1) / kTaps; fetched < until; ++fetched)
-        _mm_prefetch(reinterpret_cast<const char*>(ahead.at + fetched % OB * ws +
-                                                   (ahead.first + fetched / OB) * kBlock),
-                     _MM_HINT_T1);
+      ahead.Fetch<OB>(kh * 3 + kw + 1, kTaps, ws, &fetched);
       AddInputBlock(acc, x + kh * xrow + kw * kBlock, w + (kh * 3 + kw) * kBlock * kBlock, ws);
     }
   StoreTile(acc, last, relu, y, ys);
@@ -174,22 +159,13 @@ void BlockedConv3x3Forward(const BlockedConvShape& s, int batch, const BlockedCo
     for (int64_t i = 0; i < int64_t{batch} * in_blocks; ++i)
       Pad(s, a.x, a.x_plain, static_cast<int>(i / in_blocks), static_cast<int>(i % in_blocks),
           xp + i * padded);
-#ifdef _OPENMP
-    const int threads = omp_get_num_threads(), t = omp_get_thread_num();
-#else
-    const int threads = 1, t = 0;
-#endif
-    const int64_t begin = total * t / threads, end = total * (t + 1) / threads;
-    // The first row of a group whose units from `base` on start at or after `at`.
-    const auto row_at = [&](int64_t at, int64_t base, int ob) {
-      return static_cast<int>(std::clamp<int64_t>((at - base + ob - 1) / ob, 0, s.height));
-    };
+    const ThreadShare share(total);
     for (int n = 0; n < batch; ++n)
       for (int o = 0; o < blocks;) {
         const int ob = GroupBlocks(blocks - o);
         const int64_t base = (int64_t{n} * blocks + o) * s.height;
-        const int r0 = begin <= base ? 0 : row_at(begin, base, ob);
-        const int r1 = end <= base ? 0 : row_at(end, base, ob);
+        const int r0 = PartsFrom(share.begin, base, ob, s.height);
+        const int r1 = PartsFrom(share.end, base, ob, s.height);
         if (r0 < r1) {
           const float* x = xp + static_cast<size_t>(n) * in_blocks * padded;
           const float* w = a.weights + static_cast<size_t>(o) * in_blocks * kTaps * kBlock * kBlock;

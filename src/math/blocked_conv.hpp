@@ -22,6 +22,7 @@ struct BlockedConvShape {
   int in_channels = 0;
   int channels = 0;           // of the output
   int height = 0, width = 0;  // of the input and of the output
+  int kernel = 3;  // 3 (this kernel) or 1 (math/pointwise_depthwise.hpp PointwiseForward)
 };
 
 // Whether BlockedConv3x3Forward runs on this CPU for that shape: AVX-512 (math/cpu_isa.hpp),

@@ -70,8 +70,9 @@ CpuEngine LayerCpuEngine();
 // The kernels a layer's CPU pass may run: crema's own, oneDNN's (its direct convolution where it
 // has a choice), oneDNN's Winograd convolution (F(4x4, 3x3): 3x3 kernels, stride 1, on
 // AVX-512; within float rounding of the direct one, about twice its rounding error), or crema's
-// kernel on oneDNN's channel-blocked layout (3x3 convolutions of stride 1 and pad 1 in inference
-// on AVX-512, math/blocked_conv.hpp; like oneDNN's, it reads and writes the blocked layout).
+// kernels on oneDNN's channel-blocked layout (in inference on AVX-512: 3x3 convolutions of
+// stride 1 and pad 1, math/blocked_conv.hpp, and 1x1 ones of stride 1, math/pointwise_depthwise.hpp
+// PointwiseForward; like oneDNN's, they read and write the blocked layout).
 enum class CpuKernel : int { kCrema = 0, kDnnl = 1, kDnnlWinograd = 2, kCremaBlocked = 3 };
 // "crema", "oneDNN", "oneDNN-Winograd", "crema-blocked".
 const char* CpuKernelName(CpuKernel kernel);

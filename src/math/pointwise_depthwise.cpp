@@ -1,9 +1,6 @@
 #include "math/pointwise_depthwise.hpp"
 
 #include <unistd.h>
-#ifdef _OPENMP
-#include <omp.h>
-#endif
 
 #include <algorithm>
 #include <cstdint>
@@ -27,56 +24,77 @@ constexpr int kChunkBlocks = 8;  // input-channel blocks per pass over a tile (w
 template <int OB, int P>
 CREMA_AVX512 __attribute__((always_inline)) inline void PointwiseTile(
     const float* x, size_t xs, int cbs, const float* w, size_t ws, const float* bias, float* y,
-    size_t ys, bool first, bool last, const float* relu) {
+    size_t ys, bool first, bool last, const float* relu, Ahead ahead) {
   __m512 acc[OB][P];
   StartTile(acc, first, bias, y, ys);
-  for (int cb = 0; cb < cbs; ++cb) AddInputBlock(acc, x + cb * xs, w + cb * kBlock * kBlock, ws);
+  int fetched = 0;
+  for (int cb = 0; cb < cbs; ++cb) {
+    ahead.Fetch<OB>(cb + 1, cbs, ws, &fetched);
+    AddInputBlock(acc, x + cb * xs, w + cb * kBlock * kBlock, ws);
+  }
   StoreTile(acc, last, relu, y, ys);
 }
 
-// One row of the 1x1 convolution for OB output blocks: x at the row's start in the first input
-// block, w at the group's weights, y at the group's first block of the ring row.
+// `positions` consecutive positions of the 1x1 convolution for OB output blocks: x at the first
+// in the first input block (blocks xs floats apart), w at the group's weights (blocks ws floats
+// apart), y at the first in the group's first output block (blocks ys apart). Chunk by chunk of
+// input blocks (their weights in L1), every tile; where `fetch`, meanwhile the next chunk's
+// weights (the group's next, or `next`'s first where given: the next group's weights).
 template <int OB>
-CREMA_AVX512 void PointwiseRowGroup(const PointwiseDepthwiseShape& s, const float* x,
-                                    const float* w, const float* bias, const float* relu,
-                                    float* y) {
-  const size_t xs = static_cast<size_t>(s.height) * s.width * kBlock;
-  const size_t ys = static_cast<size_t>(s.width) * kBlock;
-  const int in_blocks = s.in_channels / kBlock;
-  const size_t ws = static_cast<size_t>(in_blocks) * kBlock * kBlock;
+CREMA_AVX512 void PointwiseSpanGroup(int in_blocks, int positions, const float* x, size_t xs,
+                                     const float* w, size_t ws, const float* bias,
+                                     const float* relu, float* y, size_t ys, bool fetch,
+                                     const float* next) {
+  constexpr int kBlockLines = kBlock * kBlock * sizeof(float) / 64;  // an input block's: 16
+  const int tiles = (positions + kPositions - 1) / kPositions;
   for (int c0 = 0; c0 < in_blocks; c0 += kChunkBlocks) {
     const int cbs = std::min(kChunkBlocks, in_blocks - c0);
     const bool first = c0 == 0, last = c0 + cbs == in_blocks;
     const float* xc = x + c0 * xs;
     const float* wc = w + static_cast<size_t>(c0) * kBlock * kBlock;
-    int p = 0;
-    for (; p + kPositions <= s.width; p += kPositions)
-      PointwiseTile<OB, kPositions>(xc + p * kBlock, xs, cbs, wc, ws, bias, y + p * kBlock, ys,
-                                    first, last, relu);
-    if (p < s.width)
-      WithTileWidth(s.width - p, [&](auto width) CREMA_AVX512 {
-        PointwiseTile<OB, decltype(width)::value>(xc + p * kBlock, xs, cbs, wc, ws, bias,
-                                                  y + p * kBlock, ys, first, last, relu);
-      });
+    Ahead ahead;
+    ahead.at = !fetch ? nullptr : !last ? wc + cbs * kBlock * kBlock : next;
+    const int lines = kBlockLines * std::min(kChunkBlocks, last ? in_blocks : in_blocks - c0 - cbs);
+    for (int t = 0, p = 0; p < positions; ++t, p += kPositions) {
+      ahead.first = lines * t / tiles;
+      ahead.count = lines * (t + 1) / tiles - ahead.first;
+      if (p + kPositions <= positions)
+        PointwiseTile<OB, kPositions>(xc + p * kBlock, xs, cbs, wc, ws, bias, y + p * kBlock, ys,
+                                      first, last, relu, ahead);
+      else
+        WithTileWidth(positions - p, [&](auto width) CREMA_AVX512 {
+          PointwiseTile<OB, decltype(width)::value>(xc + p * kBlock, xs, cbs, wc, ws, bias,
+                                                    y + p * kBlock, ys, first, last, relu, ahead);
+        });
+    }
   }
+}
+
+// PointwiseSpanGroup for the `ob` output blocks from block o (w, bias and y at block 0's).
+CREMA_AVX512 void PointwiseSpan(int in_blocks, int blocks, int positions, const float* x, size_t xs,
+                                const float* w, const float* bias, const float* relu, float* y,
+                                size_t ys, int o, int ob, bool fetch) {
+  const size_t ws = static_cast<size_t>(in_blocks) * kBlock * kBlock;
+  const float* wo = w + o * ws;
+  const float* next = o + ob < blocks ? wo + ob * ws : nullptr;
+  if (bias != nullptr) bias += o * kBlock;
+  y += o * ys;
+  if (ob == 3)
+    PointwiseSpanGroup<3>(in_blocks, positions, x, xs, wo, ws, bias, relu, y, ys, fetch, next);
+  else if (ob == 2)
+    PointwiseSpanGroup<2>(in_blocks, positions, x, xs, wo, ws, bias, relu, y, ys, fetch, next);
+  else
+    PointwiseSpanGroup<1>(in_blocks, positions, x, xs, wo, ws, bias, relu, y, ys, fetch, next);
 }
 
 // Row r of the 1x1 convolution's output for `ob` blocks from block o, into `row` ([blocks][width]
 // [16]).
 CREMA_AVX512 void PointwiseRow(const PointwiseDepthwiseShape& s, const float* x, int r, int o,
                                int ob, const PointwiseDepthwiseArgs& a, float* row) {
-  const size_t ws = static_cast<size_t>(s.in_channels) * kBlock;  // one output block's weights
-  const size_t ys = static_cast<size_t>(s.width) * kBlock;
-  const float* xr = x + static_cast<size_t>(r) * s.width * kBlock;
-  const float* w = a.pointwise + o * ws;
-  const float* bias = a.pointwise_bias != nullptr ? a.pointwise_bias + o * kBlock : nullptr;
-  float* y = row + o * ys;
-  if (ob == 3)
-    PointwiseRowGroup<3>(s, xr, w, bias, a.pointwise_relu, y);
-  else if (ob == 2)
-    PointwiseRowGroup<2>(s, xr, w, bias, a.pointwise_relu, y);
-  else
-    PointwiseRowGroup<1>(s, xr, w, bias, a.pointwise_relu, y);
+  PointwiseSpan(s.in_channels / kBlock, s.channels / kBlock, s.width,
+                x + static_cast<size_t>(r) * s.width * kBlock,
+                static_cast<size_t>(s.height) * s.width * kBlock, a.pointwise, a.pointwise_bias,
+                a.pointwise_relu, row, static_cast<size_t>(s.width) * kBlock, o, ob, false);
 }
 
 // One output row of one channel block of the depthwise convolution: rows[kh] is the input row
@@ -172,6 +190,15 @@ CREMA_AVX512 void Rows(const PointwiseDepthwiseShape& s, const PointwiseDepthwis
 }
 #endif  // __x86_64__
 
+// One core's L2 cache (sysconf; 1 MiB when unknown).
+size_t L2Bytes() {
+  static const size_t l2 = [] {
+    const long bytes = sysconf(_SC_LEVEL2_CACHE_SIZE);
+    return bytes > 0 ? static_cast<size_t>(bytes) : size_t{1} << 20;
+  }();
+  return l2;
+}
+
 }  // namespace
 
 bool PointwiseDepthwiseApplies(const PointwiseDepthwiseShape& s) {
@@ -186,11 +213,7 @@ bool PointwiseDepthwiseApplies(const PointwiseDepthwiseShape& s) {
 }
 
 bool PointwiseDepthwiseGains(const PointwiseDepthwiseShape& s) {
-  static const size_t l2 = [] {
-    const long bytes = sysconf(_SC_LEVEL2_CACHE_SIZE);
-    return bytes > 0 ? static_cast<size_t>(bytes) : size_t{1} << 20;
-  }();
-  return static_cast<size_t>(s.channels) * s.height * s.width * sizeof(float) > l2 / 2;
+  return static_cast<size_t>(s.channels) * s.height * s.width * sizeof(float) > L2Bytes() / 2;
 }
 
 void PackPointwiseWeights(const PointwiseDepthwiseShape& s, const float* w, float* packed) {
@@ -222,17 +245,62 @@ void PointwiseDepthwiseForward(const PointwiseDepthwiseShape& s, int batch,
   const int64_t rows = int64_t{batch} * s.out_height();
 #pragma omp parallel num_threads(std::max(a.threads, 1))
   {
-#ifdef _OPENMP
-    const int threads = omp_get_num_threads(), t = omp_get_thread_num();
-#else
-    const int threads = 1, t = 0;
-#endif
-    const int64_t begin = rows * t / threads, end = rows * (t + 1) / threads;
-    float* ring = scratch + t * ring_floats;
+    const ThreadShare share(rows);
+    float* ring = scratch + share.thread * ring_floats;
     if (s.stride == 1)
-      Rows<1>(s, a, begin, end, ring);
+      Rows<1>(s, a, share.begin, share.end, ring);
     else
-      Rows<2>(s, a, begin, end, ring);
+      Rows<2>(s, a, share.begin, share.end, ring);
+  }
+#endif
+}
+
+bool PointwiseApplies(int in_channels, int channels, int positions) {
+  return PointwiseDepthwiseApplies({in_channels, channels, 1, positions, 1});
+}
+
+void PointwiseForward(int in_channels, int channels, int positions, int batch,
+                      const PointwiseArgs& a) {
+  CREMA_ASSERT(PointwiseApplies(in_channels, channels, positions),
+               "PointwiseForward on this CPU or shape");
+#if defined(__x86_64__)
+  const int in_blocks = in_channels / kBlock, blocks = channels / kBlock;
+  // Positions in spans whose input (all channels) fits in half of L2, so that the spans' input
+  // blocks stay there while every group of output blocks reads them.
+  const size_t fit = L2Bytes() / 2 / (static_cast<size_t>(in_channels) * sizeof(float));
+  const int span = static_cast<int>(
+      std::min<size_t>(positions, std::max<size_t>(kPositions, fit / kPositions * kPositions)));
+  const int span_tiles = span / kPositions + (span % kPositions != 0);  // (the last span's fewer)
+  const int tiles = (positions + kPositions - 1) / kPositions;          // of an image
+  const size_t stride = static_cast<size_t>(positions) * kBlock;        // between channel blocks
+  // The work in units of one output block's tile: thread t takes the tiles of the groups whose
+  // units start in [total * t / threads, total * (t + 1) / threads), span by span, group by
+  // group, image by image (a group's weights used by every image in turn; a group of ob blocks'
+  // tile is ob units).
+  const int64_t total = int64_t{batch} * tiles * blocks;
+#pragma omp parallel num_threads(std::max(a.threads, 1))
+  {
+    const ThreadShare share(total);
+    for (int k0 = 0; k0 < tiles; k0 += span_tiles) {
+      const int k_count = std::min(span_tiles, tiles - k0);
+      for (int o = 0; o < blocks;) {
+        const int ob = GroupBlocks(blocks - o);
+        for (int n = 0; n < batch; ++n) {
+          const int64_t base =
+              (int64_t{k0} * blocks + int64_t{o} * k_count) * batch + int64_t{n} * ob * k_count;
+          const int first = PartsFrom(share.begin, base, ob, k_count);
+          const int last = PartsFrom(share.end, base, ob, k_count);
+          if (first < last) {
+            const int p = (k0 + first) * kPositions;
+            const int count = std::min((k0 + last) * kPositions, positions) - p;
+            PointwiseSpan(in_blocks, blocks, count, a.x + n * in_blocks * stride + p * kBlock,
+                          stride, a.weights, a.bias, a.relu, a.y + n * blocks * stride + p * kBlock,
+                          stride, o, ob, true);
+          }
+        }
+        o += ob;
+      }
+    }
   }
 #endif
 }

@@ -70,4 +70,28 @@ struct PointwiseDepthwiseArgs {
 void PointwiseDepthwiseForward(const PointwiseDepthwiseShape& shape, int batch,
                                const PointwiseDepthwiseArgs& args);
 
+// A 1x1 convolution alone (stride 1, no padding, one group, with bias and ReLU) on the same
+// layout with the same register tiles, the next chunk's weights fetched ahead (at batch 1 they
+// come from memory): a kernel CPU inference's 1x1 convolutions race (CpuKernel::kCremaBlocked).
+// On a 2-core Xeon, MobileNet v1 at batch 1, one thread, in the net: conv6/sep (7 x 7, 1024
+// channels) 0.55-0.58 ms where oneDNN's took 0.62-0.64, the whole pass 1.045x with the layers
+// whose races it won; two threads 1.01-1.02x; batch 8 0.99-1.0x.
+// Whether it runs on this CPU: AVX-512, channel counts multiples of 16, positions > 0.
+bool PointwiseApplies(int in_channels, int channels, int positions);
+
+struct PointwiseArgs {
+  const float* x = nullptr;        // batch x in_channels x positions, nChw16c
+  const float* weights = nullptr;  // PackPointwiseWeights' order
+  const float* bias = nullptr;     // channels, or null for none
+  const float* relu = nullptr;     // the ReLU's negative slope, or null for no ReLU
+  float* y = nullptr;              // batch x channels x positions, nChw16c; may not overlap x
+  int threads = 1;                 // OpenMP threads at most
+};
+
+// y = ReLU(pointwise(x)) for `batch` images, each output as PointwiseDepthwiseForward's 1x1 part
+// computes it (the same bits on any thread count), the threads taking equal shares of the tiles
+// of the groups of output blocks (each group's weights used by every image in turn).
+void PointwiseForward(int in_channels, int channels, int positions, int batch,
+                      const PointwiseArgs& args);
+
 }  // namespace crema::cpu

@@ -1,8 +1,8 @@
-// The fused 1x1 + 3x3 depthwise convolution kernel (math/pointwise_depthwise.hpp) against a
-// scalar reference that computes each output with the same operations in the same order (the
-// bias, then fused multiply-adds over the input channels or the taps, then crema's ReLU): the
-// same bits, over shapes with partial position tiles, both strides, odd sizes, several images
-// and threads, leaky and missing ReLUs and biases.
+// The fused 1x1 + 3x3 depthwise convolution kernel, and the 1x1 one alone
+// (math/pointwise_depthwise.hpp), against a scalar reference that computes each output with the
+// same operations in the same order (the bias, then fused multiply-adds over the input channels
+// or the taps, then crema's ReLU): the same bits, over shapes with partial position tiles, both
+// strides, odd sizes, several images and threads, leaky and missing ReLUs and biases.
 #include "math/pointwise_depthwise.hpp"
 
 #include <gtest/gtest.h>
@@ -31,12 +31,12 @@ float Relu(float v, const float* slope) {
   return slope ? std::max(v, 0.f) + *slope * std::min(v, 0.f) : v;
 }
 
-// x blocked; returns y blocked.
-std::vector<float> Reference(const Case& c, const std::vector<float>& x,
-                             const std::vector<float>& pw, const std::vector<float>& pw_bias,
-                             const std::vector<float>& dw, const std::vector<float>& dw_bias) {
+// The 1x1 convolution: x blocked; returns its output blocked.
+std::vector<float> PointwiseReference(const Case& c, const std::vector<float>& x,
+                                      const std::vector<float>& pw,
+                                      const std::vector<float>& pw_bias) {
   const PointwiseDepthwiseShape& s = c.shape;
-  const int H = s.height, W = s.width, OH = s.out_height(), OW = s.out_width();
+  const int H = s.height, W = s.width;
   std::vector<float> mid(static_cast<size_t>(c.batch) * s.channels * H * W);
   for (int n = 0; n < c.batch; ++n)
     for (int oc = 0; oc < s.channels; ++oc)
@@ -48,6 +48,16 @@ std::vector<float> Reference(const Case& c, const std::vector<float>& x,
                            pw[static_cast<size_t>(oc) * s.in_channels + ic], acc);
           mid[testing::Blocked16(n, oc, h, w, s.channels, H, W)] = Relu(acc, c.pw_relu);
         }
+  return mid;
+}
+
+// x blocked; returns y blocked.
+std::vector<float> Reference(const Case& c, const std::vector<float>& x,
+                             const std::vector<float>& pw, const std::vector<float>& pw_bias,
+                             const std::vector<float>& dw, const std::vector<float>& dw_bias) {
+  const PointwiseDepthwiseShape& s = c.shape;
+  const int H = s.height, W = s.width, OH = s.out_height(), OW = s.out_width();
+  const std::vector<float> mid = PointwiseReference(c, x, pw, pw_bias);
   std::vector<float> y(static_cast<size_t>(c.batch) * s.channels * OH * OW);
   for (int n = 0; n < c.batch; ++n)
     for (int ch = 0; ch < s.channels; ++ch)
@@ -145,14 +155,58 @@ TEST_F(PointwiseDepthwise, EqualsTheLayersOperationsInOrder) {
   ExpectSameAsReference(c, 2);
 }
 
+// The 1x1 convolution alone (PointwiseForward) over the same kinds of shapes, with threads
+// sharing an image's tiles and groups, and images sharing a group's weights.
+TEST_F(PointwiseDepthwise, PointwiseAloneEqualsTheOperationsInOrder) {
+  const float leaky = 0.1f;
+  // in, out, height, width, batch, threads.
+  const int cases[][6] = {{32, 64, 7, 7, 1, 1},   {16, 48, 9, 11, 1, 2}, {160, 80, 5, 3, 2, 1},
+                          {144, 32, 6, 21, 3, 2}, {16, 16, 1, 1, 1, 2},  {48, 112, 4, 4, 2, 2}};
+  for (const auto& v : cases) {
+    Case c;
+    c.shape = {v[0], v[1], v[2], v[3], 1};
+    c.batch = v[4];
+    c.pw_relu = v[5] == 2 ? &leaky : nullptr;
+    c.pw_bias = v[4] != 2;
+    const PointwiseDepthwiseShape& s = c.shape;
+    const int positions = s.height * s.width;
+    ASSERT_TRUE(PointwiseApplies(s.in_channels, s.channels, positions));
+    const auto x =
+        testing::RandomFloats(static_cast<size_t>(c.batch) * s.in_channels * positions, 1);
+    const auto pw = testing::RandomFloats(static_cast<size_t>(s.channels) * s.in_channels, 2);
+    const auto pw_bias = testing::RandomFloats(s.channels, 3);
+    std::vector<float> packed(pw.size());
+    PackPointwiseWeights(s, pw.data(), packed.data());
+    std::vector<float> y(static_cast<size_t>(c.batch) * s.channels * positions, NAN);
+    PointwiseArgs a;
+    a.x = x.data();
+    a.weights = packed.data();
+    a.bias = c.pw_bias ? pw_bias.data() : nullptr;
+    a.relu = c.pw_relu;
+    a.y = y.data();
+    a.threads = v[5];
+    PointwiseForward(s.in_channels, s.channels, positions, c.batch, a);
+    const std::vector<float> expected = PointwiseReference(c, x, pw, pw_bias);
+    for (size_t i = 0; i < y.size(); ++i)
+      ASSERT_EQ(0, std::memcmp(&expected[i], &y[i], sizeof(float)))
+          << "element " << i << ": " << expected[i] << " vs " << y[i] << " (in " << s.in_channels
+          << ", out " << s.channels << ", " << s.height << "x" << s.width << ", batch " << c.batch
+          << ", threads " << v[5] << ")";
+  }
+}
+
 TEST_F(PointwiseDepthwise, AppliesOnlyToWholeBlocksAndItsStrides) {
   EXPECT_TRUE(PointwiseDepthwiseApplies({32, 64, 112, 112, 2}));
   EXPECT_FALSE(PointwiseDepthwiseApplies({24, 64, 8, 8, 1}));
   EXPECT_FALSE(PointwiseDepthwiseApplies({32, 40, 8, 8, 1}));
   EXPECT_FALSE(PointwiseDepthwiseApplies({32, 64, 8, 8, 3}));
   EXPECT_FALSE(PointwiseDepthwiseApplies({32, 64, 0, 8, 1}));
+  EXPECT_TRUE(PointwiseApplies(1024, 1024, 49));
+  EXPECT_FALSE(PointwiseApplies(1000, 1024, 49));
+  EXPECT_FALSE(PointwiseApplies(1024, 1024, 0));
   ScopedCpuIsaLimit avx2(CpuIsa::kAvx2Fma);
   EXPECT_FALSE(PointwiseDepthwiseApplies({32, 64, 112, 112, 2}));
+  EXPECT_FALSE(PointwiseApplies(1024, 1024, 49));
 }
 
 }  // namespace
