@@ -375,6 +375,15 @@ void ConvolutionLayer::ForwardCpu(const BlobVec& bottom, const BlobVec& top) {
   cpu_engine_choice_.Run(policy, name(), "forward", bottom[0]->shape(), crema, dnnl,
                          has_winograd ? CpuEngineChoice::Pass(winograd) : nullptr,
                          has_blocked ? CpuEngineChoice::Pass(blocked) : nullptr);
+  // A race decided for another kernel: the packed copy its blocked passes made goes (a copy of
+  // the layer's weights: ResNet-50's would be 94 MB).
+  CpuKernel decided = CpuKernel::kCremaBlocked;
+  if (blocked_generation_ != 0 &&
+      cpu_engine_choice_.Decided("forward", bottom[0]->shape(), &decided) &&
+      decided != CpuKernel::kCremaBlocked) {
+    blocked_weights_.Clear();
+    blocked_generation_ = 0;
+  }
 }
 
 void ConvolutionLayer::BackwardCpu(const BlobVec& top, const std::vector<bool>& propagate_down,

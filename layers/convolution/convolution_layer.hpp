@@ -106,6 +106,8 @@ class ConvolutionLayer : public BaseConvolutionLayer {
    public:
     // Room for `count` floats at the boundary.
     float* Resize(size_t count);
+    // Gives the memory back.
+    void Clear() { floats_ = {}; }
     const float* data() const { return floats_.data() + at_; }
 
    private:
@@ -129,7 +131,8 @@ class ConvolutionLayer : public BaseConvolutionLayer {
   // layer is one they compute (3x3 with pad 1 or 1x1 without, stride 1, one group, 2-D, float32,
   // an inference net's layer, a top that may be blocked by 16) for these blobs (filling *shape),
   // and the pass itself on a bottom blocked by 16 (or plain, for the 3x3 kernel; its output
-  // blocked; false: it did nothing), with the weights packed from the buffer of that generation.
+  // blocked; false: it did nothing), with the weights packed from the buffer of that generation
+  // (no packed copy kept once a race has decided for another kernel).
   bool BlockedConvApplies(const Blob& bottom, const Blob& top, cpu::BlockedConvShape* shape) const;
   bool ForwardBlockedConv(const Blob& bottom, Blob* top);
   PackedWeights blocked_weights_;

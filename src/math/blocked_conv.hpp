@@ -3,8 +3,8 @@
 // layout with 16 channels a block (nChw16c, AVX-512), computed directly in register tiles of
 // three output blocks x 7 positions of a row, the weights of one input block (27 KB) kept in L1
 // while every row of the image adds them. It is one of the kernels a CPU inference net's 3x3
-// convolutions race where their input arrives blocked (CpuKernel::kCremaBlocked,
-// math/dnnl_engine.hpp): on a 2-core Xeon with AVX-512, in ResNet-50 at batch 1 and one thread,
+// convolutions race (CpuKernel::kCremaBlocked, math/dnnl_engine.hpp): on a 2-core Xeon with
+// AVX-512, in ResNet-50 at batch 1 and one thread,
 // its 7 x 7 ones (512 channels) took 1.2 ms a layer where oneDNN's took 1.9 (direct) and 2.0
 // (Winograd), its 14 x 14 ones 1.1 where Winograd took 1.25.
 //
