@@ -171,23 +171,34 @@ int RunTime(const std::vector<std::string>& args) {
   const auto& layers = net->layers();
   const auto& bottom_need_backward = net->bottom_need_backward();
   const int n = net->num_layers();
-  // Steps as the net runs them: a BatchNorm group (its Scale and ReLU right after it) is one
-  // step, timed as a whole on the BatchNorm's row; every other layer is a step of its own.
+  // Steps as the net runs them, each timed as a whole on its first layer's row: a layer with
+  // what the net fuses into it (a BatchNorm group's Scale and ReLU; a BatchNorm or Scale folded
+  // into a convolution; a ReLU, an Eltwise SUM or a depthwise convolution its producer computes).
+  // Timed alone, a fused layer would run a second time (a ReLU pass over memory, a depthwise
+  // convolution, that the whole pass never makes).
   std::vector<int> step_last(n), step_of(n);
   std::vector<std::string> step_type(n);
-  for (int i = 0; i < n; ++i) {
-    step_last[i] = step_of[i] = i;
-    step_type[i] = layers[i]->type();
-  }
-  for (int b = 0; b < n; ++b) {
+  const auto at = [n](const std::vector<int>& plan, int j) {
+    return static_cast<int>(plan.size()) == n ? plan[j] : -1;
+  };
+  const auto fused_into = [&](int j) {
+    for (const auto* plan :
+         {&net->fused_into_batch_norm(), &net->folded_into(), &net->relu_fused_into(),
+          &net->sum_fused_into(), &net->depthwise_fused_into()})
+      if (at(*plan, j) >= 0) return at(*plan, j);
+    return -1;
+  };
+  for (int b = 0; b < n;) {
     int last = b;
-    for (int j = b + 1; j < n && net->fused_into_batch_norm()[j] == b; ++j) last = j;
-    if (last == b) continue;
-    step_last[b] = last;
-    for (int j = b + 1; j <= last; ++j) {
+    while (last + 1 < n && fused_into(last + 1) >= b) ++last;
+    step_type[b] = layers[b]->type();
+    for (int j = b; j <= last; ++j) {
       step_of[j] = b;
-      step_type[b] += std::string("+") + layers[j]->type();
+      step_last[j] = last;
+      if (j > b && at(net->folded_into(), j) < 0)
+        step_type[b] += std::string("+") + layers[j]->type();
     }
+    b = last + 1;
   }
   std::vector<double> forward_ms(n, 0.0), backward_ms(n, 0.0);
   double forward_total = 0, backward_total = 0;
@@ -254,10 +265,15 @@ int RunTime(const std::vector<std::string>& args) {
       continue;
     }
     const double ms = (forward_ms[i] + backward_ms[i]) / iters;
-    const double flops = forward_flops[i] + backward_flops[i];
+    double flops = 0;
+    // The engine of the step's last layer that races them (the convolution a depthwise one is
+    // fused into; the folded copy where BatchNorm was folded into a convolution).
+    const CpuEngineChoice* choice = nullptr;
+    for (int j = i; j <= step_last[i]; ++j) {
+      flops += forward_flops[j] + backward_flops[j];
+      if (const CpuEngineChoice* c = net->forward_layer(j)->cpu_engine_choice()) choice = c;
+    }
     const std::string gflops = flops > 0 && ms > 0 ? Fixed(flops / ms / 1e6, 1) : "";
-    // (The engine of the folded copy where BatchNorm was folded into a convolution.)
-    const CpuEngineChoice* choice = net->forward_layer(i)->cpu_engine_choice();
     std::printf("  %-*s  %-*s  %12.5f  %12.5f  %9s  %s\n", w, net->layer_names()[i].c_str(), tw,
                 step_type[i].c_str(), forward_ms[i] / iters, backward_ms[i] / iters, gflops.c_str(),
                 device.is_cpu() && choice != nullptr ? choice->last() : "");

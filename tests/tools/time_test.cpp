@@ -114,6 +114,39 @@ TEST_F(TimeTest, ReportsArithmeticAndEngines) {
       << test.output;
 }
 
+// The per-layer table times the steps the net runs: in an inference pass BatchNorm and Scale
+// fold into the convolution and the in-place ReLU runs inside it, so the three are timed with
+// it on its row (timed alone, the ReLU would make a pass of its own that no whole pass makes).
+TEST_F(TimeTest, FusedLayersAreTimedWithTheirConvolution) {
+  for (const char* type : {"Convolution", "BatchNorm", "Scale", "ReLU", "Pooling"})
+    if (!LayerRegistry::Has(type)) GTEST_SKIP() << type << " is not built";
+  const std::string net = dir_ + "/fused.prototxt";
+  std::ofstream(net) << R"(name: "fused"
+layer { name: "data" type: "DummyData" top: "data"
+        dummy_data_param { shape { dim: 2 dim: 3 dim: 6 dim: 6 }
+                           data_filler { type: "gaussian" std: 1 } } }
+layer { name: "conv" type: "Convolution" bottom: "data" top: "conv"
+        convolution_param { num_output: 4 kernel_size: 3 pad: 1
+                            weight_filler { type: "xavier" } } }
+layer { name: "bn" type: "BatchNorm" bottom: "conv" top: "conv" }
+layer { name: "scale" type: "Scale" bottom: "conv" top: "conv" scale_param { bias_term: true } }
+layer { name: "relu" type: "ReLU" bottom: "conv" top: "conv" }
+layer { name: "pool" type: "Pooling" bottom: "conv" top: "pool"
+        pooling_param { pool: MAX kernel_size: 2 stride: 2 } }
+)";
+  const testing::CremaResult r =
+      RunCrema("time --model " + net + " --phase TEST --iterations 2 --threads 1");
+  ASSERT_EQ(r.rc, 0) << r.output;
+  EXPECT_TRUE(std::regex_search(r.output, std::regex("\\n  conv +Convolution\\+ReLU +[0-9.]+")))
+      << r.output;
+  for (const char* fused : {"bn +BatchNorm", "scale +Scale", "relu +ReLU"})
+    EXPECT_TRUE(std::regex_search(r.output,
+                                  std::regex(std::string("\\n  ") + fused + " +\\(with +conv\\)")))
+        << fused << "\n"
+        << r.output;
+  EXPECT_TRUE(std::regex_search(r.output, std::regex("\\n  pool +Pooling +[0-9.]+"))) << r.output;
+}
+
 // --seconds keeps timing whole iterations until that long has passed: on this tiny net (well
 // under a millisecond an iteration) 0.3 s takes many more than --iterations 2, and the
 // iterations timed add up to at least 0.3 s. With --seconds ignored both checks fail.
