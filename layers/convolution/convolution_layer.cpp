@@ -221,10 +221,12 @@ bool ConvolutionLayer::ForwardFusedDepthwise(const Blob& bottom) {
 }
 
 float* ConvolutionLayer::PackedWeights::Resize(size_t count) {
-  floats_.resize(count + 16);
-  const uintptr_t at = reinterpret_cast<uintptr_t>(floats_.data());
-  at_ = ((at + 63) / 64 * 64 - at) / sizeof(float);
-  return floats_.data() + at_;
+  if (count > capacity_) {
+    floats_.reset();  // (the old copy given back first)
+    floats_.reset(static_cast<float*>(AllocateHost(count * sizeof(float), kWeightHugePagesFrom)));
+    capacity_ = count;
+  }
+  return floats_.get();
 }
 
 bool ConvolutionLayer::BlockedConvApplies(const Blob& bottom, const Blob& top,

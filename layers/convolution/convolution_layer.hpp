@@ -10,6 +10,7 @@
 // instead of crema's kernels, per --cpu_engine (the `engine` field is Caffe's cuDNN choice).
 #include <memory>
 
+#include "core/host_memory.hpp"
 #include "layers/convolution/base_conv_layer.hpp"
 #include "layers/convolution/dnnl_convolution.hpp"
 #include "math/blocked_conv.hpp"
@@ -104,15 +105,18 @@ class ConvolutionLayer : public BaseConvolutionLayer {
   // slower with weights 16-byte aligned).
   class PackedWeights {
    public:
-    // Room for `count` floats at the boundary.
+    // Room for `count` floats (64-byte aligned; huge pages from 1 MB: read in every pass).
     float* Resize(size_t count);
     // Gives the memory back.
-    void Clear() { floats_ = {}; }
-    const float* data() const { return floats_.data() + at_; }
+    void Clear() {
+      floats_.reset();
+      capacity_ = 0;
+    }
+    const float* data() const { return floats_.get(); }
 
    private:
-    std::vector<float> floats_;
-    size_t at_ = 0;  // the first float at the boundary
+    HostFloats floats_;
+    size_t capacity_ = 0;
   };
   // The depthwise layer fused into the next Forward, and the weights of both in the kernel's
   // order, packed from the weight buffers of these generations (Blob::data_generation).

@@ -1,9 +1,8 @@
-#include <sys/mman.h>
-
 #include <atomic>
 #include <cstdlib>
 #include <cstring>
 
+#include "core/host_memory.hpp"
 #include "crema/blob.hpp"
 #include "crema/error.hpp"
 
@@ -14,25 +13,6 @@
 
 namespace crema {
 namespace {
-
-void* HostAlloc(size_t size) {
-  // 64-byte alignment for vector loads; at least 1 byte so a zero-size blob has an address.
-  // Large buffers (weights, their gradients and histories, the activation arenas) start on a
-  // 2 MB boundary and ask for transparent huge pages (Debian's default leaves them to madvise):
-  // one core streams ~25% more from memory without the page walks of 4 KB pages (12.6 -> 15.7
-  // GB/s reading on a 2-core Xeon), and the fully connected layers and the solver's update at
-  // small batches wait on memory.
-  constexpr size_t kHugePage = size_t{2} << 20;
-  const bool huge = size >= 4 * kHugePage;
-  const size_t align = huge ? kHugePage : 64;
-  const size_t rounded = size == 0 ? align : (size + align - 1) / align * align;
-  void* ptr = std::aligned_alloc(align, rounded);
-  if (ptr == nullptr) CREMA_THROW_RUNTIME("out of host memory allocating ", size, " bytes");
-#ifdef MADV_HUGEPAGE
-  if (huge) madvise(ptr, rounded, MADV_HUGEPAGE);  // advice only: without THP nothing changes
-#endif
-  return ptr;
-}
 
 [[noreturn]] void NoCuda() {
   CREMA_THROW_RUNTIME(
@@ -68,7 +48,7 @@ std::shared_ptr<SyncedMemory> SyncedMemory::View(std::shared_ptr<SyncedMemory> a
 
 char* SyncedMemory::HostBase() {
   if (cpu_ptr_ == nullptr) {
-    cpu_ptr_ = HostAlloc(size_);
+    cpu_ptr_ = AllocateHost(size_);
     own_cpu_data_ = true;
   }
   return static_cast<char*>(cpu_ptr_);
@@ -93,7 +73,7 @@ void SyncedMemory::ToCpu() {
       if (arena_) {
         cpu_ptr_ = arena_->HostBase() + offset_;
       } else {
-        cpu_ptr_ = HostAlloc(size_);
+        cpu_ptr_ = AllocateHost(size_);
         own_cpu_data_ = true;
       }
       std::memset(cpu_ptr_, 0, size_);
@@ -104,7 +84,7 @@ void SyncedMemory::ToCpu() {
       if (cpu_ptr_ == nullptr && arena_) {
         cpu_ptr_ = arena_->HostBase() + offset_;
       } else if (cpu_ptr_ == nullptr) {
-        cpu_ptr_ = HostAlloc(size_);
+        cpu_ptr_ = AllocateHost(size_);
         own_cpu_data_ = true;
       }
       // The copy waits for the kernels queued before it on the stream; the host then waits.
@@ -154,7 +134,7 @@ void* SyncedMemory::mutable_cpu_data_to_add(bool* zero) {
     if (arena_) {
       cpu_ptr_ = arena_->HostBase() + offset_;
     } else {
-      cpu_ptr_ = HostAlloc(size_);
+      cpu_ptr_ = AllocateHost(size_);
       own_cpu_data_ = true;
     }
     head_ = Head::kAtCpu;

@@ -455,8 +455,7 @@ const float* DnnlWeightCache::Get(const memory::desc& user, const memory::desc& 
   if (data_ && source_ == w && generation_ == generation && want_ == want) return data_.get();
   const size_t bytes = want.get_size();
   if (bytes > bytes_ || !data_) {
-    data_.reset(static_cast<float*>(std::aligned_alloc(64, (bytes + 63) / 64 * 64)));
-    if (!data_) CREMA_THROW_RUNTIME("out of host memory allocating ", bytes, " bytes of weights");
+    data_.reset(static_cast<float*>(AllocateHost(bytes, kWeightHugePagesFrom)));
     bytes_ = bytes;
   }
   dnnl::engine& engine = DnnlEngine();

@@ -26,6 +26,8 @@
 #include <utility>
 #include <vector>
 
+#include "core/host_memory.hpp"
+
 namespace crema {
 
 enum class CpuEngine { kAuto, kCaffe, kDnnl };
@@ -318,7 +320,7 @@ class DnnlWeightCache {
                    uint64_t generation);
 
  private:
-  std::unique_ptr<float, void (*)(void*)> data_{nullptr, &std::free};
+  HostFloats data_;  // (huge pages from 1 MB: the weights are read again in every pass)
   size_t bytes_ = 0;
   const float* source_ = nullptr;
   uint64_t generation_ = 0;
