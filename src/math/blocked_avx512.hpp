@@ -21,11 +21,11 @@ namespace crema::cpu {
 
 // crema's ReLU (math/activation.hpp: max(v, 0) + slope * min(v, 0)) on 16 lanes, std::max and
 // std::min as they compare: max(v, 0) = v < 0 ? 0 : v, min(v, 0) = 0 < v ? 0 : v (v for a NaN).
+// vmaxps/vminps(a, b) are a > b ? a : b and a < b ? a : b, so with 0 first they are exactly
+// those (a NaN or -0 passing through as v).
 CREMA_AVX512 inline __m512 Relu16(__m512 v, __m512 slope) {
   const __m512 zero = _mm512_setzero_ps();
-  const __m512 max = _mm512_mask_blend_ps(_mm512_cmp_ps_mask(v, zero, _CMP_LT_OQ), v, zero);
-  const __m512 min = _mm512_mask_blend_ps(_mm512_cmp_ps_mask(zero, v, _CMP_LT_OQ), v, zero);
-  return _mm512_add_ps(max, _mm512_mul_ps(slope, min));
+  return _mm512_add_ps(_mm512_max_ps(zero, v), _mm512_mul_ps(slope, _mm512_min_ps(zero, v)));
 }
 
 // A register tile's accumulators, OB output blocks x P positions, y at the first output (output
