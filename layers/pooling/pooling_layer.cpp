@@ -646,6 +646,35 @@ bool PoolingLayer::ReadsChannelBlocked(const BlobVec& bottom, const BlobVec& top
          cpu_engine_choice_.NextRunsDnnl(DnnlPolicy(bottom, top), "forward", bottom[0]->shape());
 }
 
+bool PoolingLayer::GlobalAverageReadsBlocked(const Blob& bottom) const {
+  return forward_only() && pool_ == PoolingParameter::AVE && dtype() == DataType::kFloat32 &&
+         bottom.num_axes() == 4 && pooled_height_ == 1 && pooled_width_ == 1 && pad_h_ == 0 &&
+         pad_w_ == 0 && kernel_h_ == bottom.shape(2) && kernel_w_ == bottom.shape(3);
+}
+
+void PoolingLayer::ForwardGlobalAverageBlocked(const Blob& bottom, Blob* top) {
+  const int block = bottom.cpu_channel_block();
+  CREMA_ASSERT(
+      GlobalAverageReadsBlocked(bottom) && block > 0 && block <= 64 && bottom.shape(1) % block == 0,
+      "global average pooling of this blocked input");
+  const int64_t plane = static_cast<int64_t>(bottom.shape(2)) * bottom.shape(3);
+  const int64_t blocks = static_cast<int64_t>(bottom.shape(0)) * bottom.shape(1) / block;
+  const float pool_size = static_cast<float>(plane);
+  const float* x = bottom.cpu_data<float>();
+  float* y = top->mutable_cpu_data<float>();  // (n, c): block b's channels at b * block
+  // Block by block: its channels' sums side by side, each over the plane in order.
+#pragma omp parallel for if (blocks * plane * block > 65536)
+  for (int64_t b = 0; b < blocks; ++b) {
+    const float* in = x + b * plane * block;
+    float sum[64] = {};
+    for (int64_t i = 0; i < plane; ++i)
+#pragma omp simd
+      for (int k = 0; k < block; ++k) sum[k] += in[i * block + k];
+    for (int k = 0; k < block; ++k) y[b * block + k] = sum[k] / pool_size;
+  }
+  top->data()->set_channel_block(0);
+}
+
 bool PoolingLayer::BackwardReadsChannelBlocked(const BlobVec& top, const BlobVec& bottom) {
   // oneDNN's, after a Forward that pooled blocked (MAX: the engine of that Forward).
   return forward_ran_dnnl_ && dnnl_->ForwardRanBlocked() &&
@@ -659,6 +688,13 @@ void PoolingLayer::ForwardCpu(const BlobVec& bottom, const BlobVec& top) {
     forward_ran_dnnl_ = false;
     CREMA_DISPATCH_FLOAT(dtype(), T, ForwardT<T>(bottom, top));
   };
+  // crema's global average pooling as a blocked kernel (it races oneDNN's where the input arrives
+  // blocked); a plain input takes crema's plain kernel, the same bits.
+  const auto blocked = [&] {
+    forward_ran_dnnl_ = false;
+    if (bottom[0]->cpu_channel_block() == 0) return ForwardT<float>(bottom, top);
+    ForwardGlobalAverageBlocked(*bottom[0], top[0]);
+  };
   const auto dnnl = [&] {
     forward_ran_dnnl_ = true;
     // Channel-blocked in (the net let it through: ReadsChannelBlocked), then blocked out where
@@ -671,7 +707,9 @@ void PoolingLayer::ForwardCpu(const BlobVec& bottom, const BlobVec& top) {
     top[0]->data()->set_channel_block(blocked_y ? block : 0);
   };
   cpu_engine_choice_.Run(DnnlPolicy(bottom, top), name(), "forward", bottom[0]->shape(), crema,
-                         dnnl);
+                         dnnl, nullptr,
+                         GlobalAverageReadsBlocked(*bottom[0]) ? CpuEngineChoice::Pass(blocked)
+                                                               : CpuEngineChoice::Pass());
 }
 
 void PoolingLayer::BackwardCpu(const BlobVec& top, const std::vector<bool>& propagate_down,

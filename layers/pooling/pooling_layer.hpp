@@ -13,7 +13,8 @@
 // global_pooling, round_mode, engine }; pad must be < kernel. Not in-place.
 // CPU engines (src/math/dnnl_engine.hpp): float32 MAX and AVE passes may run oneDNN
 // (dnnl_pooling.hpp, where its function equals Caffe's; not with a mask top) instead of crema's
-// kernels, per --cpu_engine (the `engine` field is Caffe's cuDNN choice).
+// kernels, per --cpu_engine (the `engine` field is Caffe's cuDNN choice); global AVE pooling in
+// inference also races crema's kernel on the channel-blocked layout.
 #include <memory>
 
 #include "crema/layer.hpp"
@@ -60,6 +61,12 @@ class PoolingLayer final : public Layer {
  private:
   template <typename T>
   void ForwardT(const BlobVec& bottom, const BlobVec& top);
+  // Global AVE pooling (one unpadded window over each whole plane) in float32 in inference:
+  // crema's blocked kernel (CpuKernel::kCremaBlocked in the race) reads a channel-blocked bottom
+  // as it is (ForwardGlobalAverageBlocked), each channel's sum in the plane's order as ForwardT's
+  // (the same bits), into a plain top.
+  bool GlobalAverageReadsBlocked(const Blob& bottom) const;
+  void ForwardGlobalAverageBlocked(const Blob& bottom, Blob* top);
   // relu_slope: the negative slope of the ReLU fused into this Backward (MAX, AVE), or null.
   template <typename T>
   void BackwardT(const BlobVec& top, const std::vector<bool>& propagate_down, const BlobVec& bottom,

@@ -8,6 +8,7 @@
 
 #include <cctype>
 #include <cstdlib>
+#include <cstring>
 
 #include "crema/net.hpp"
 #include "crema/proto_io.hpp"
@@ -296,6 +297,53 @@ TEST(ChannelBlocked, CremasBlockedKernelInTheChain) {
                 runs && std::string(name) != "conv4")
           << name;
     ExpectNearReference(nets, pass);
+  }
+}
+
+// Global average pooling in inference: crema's blocked kernel reads the blocked chain as it is
+// and gives the bits of crema's plain kernel on the same values (each channel's sum in the
+// plane's order), where the plain kernel has the net convert its input first.
+TEST(ChannelBlocked, GlobalAveragePoolingOnTheBlockedLayout) {
+  setenv("CREMA_CPU_ENGINE_CACHE", "off", 1);
+  const NetParameter param = Parse(R"(
+    layer { name: "data" type: "Input" top: "data"
+            input_param { shape { dim: 2 dim: 16 dim: 7 dim: 9 } } }
+    layer { name: "conv1" type: "Convolution" bottom: "data" top: "conv1"
+            convolution_param { num_output: 48 kernel_size: 3 pad: 1 } }
+    layer { name: "pool" type: "Pooling" bottom: "conv1" top: "pool"
+            pooling_param { pool: AVE global_pooling: true } }
+  )");
+  const AgainstCaffe nets = BuildAgainstCaffe(param);
+  std::unique_ptr<Net> plain;
+  {
+    ScopedCpuEngine caffe(CpuEngine::kCaffe);
+    plain = Build(param, true, false);
+  }
+  plain->ShareTrainedLayersWith(*nets.reference);
+  plain->input_blobs()[0]->CopyFrom(*nets.reference->input_blobs()[0]);
+  ScopedCpuEngine autochoice(CpuEngine::kAuto);
+  for (Net* net : {nets.net.get(), plain.get()})
+    net->layer_by_name("conv1")->cpu_engine_choice()->Restore(
+        {"forward", {2, 16, 7, 9}, CpuKernel::kDnnl});
+  nets.net->layer_by_name("pool")->cpu_engine_choice()->Restore(
+      {"forward", {2, 48, 7, 9}, CpuKernel::kCremaBlocked});
+  plain->layer_by_name("pool")->cpu_engine_choice()->Restore(
+      {"forward", {2, 48, 7, 9}, CpuKernel::kCrema});
+  for (int pass = 0; pass < 2; ++pass) {
+    nets.net->Forward();
+    plain->Forward();
+    if (ChannelBlock() > 0) {
+      EXPECT_STREQ(nets.net->layer_by_name("pool")->cpu_engine_choice()->last(), "crema-blocked");
+      EXPECT_STREQ(plain->layer_by_name("pool")->cpu_engine_choice()->last(), "crema");
+      EXPECT_GT(nets.net->blob_by_name("conv1")->cpu_channel_block(), 0);
+    }
+    ExpectNearReference(nets, pass);
+    const Blob& got = *nets.net->output_blobs()[0];
+    const Blob& want = *plain->output_blobs()[0];
+    ASSERT_EQ(got.count(), want.count());
+    EXPECT_EQ(
+        0, std::memcmp(got.cpu_data<float>(), want.cpu_data<float>(), got.count() * sizeof(float)))
+        << "pass " << pass;
   }
 }
 
