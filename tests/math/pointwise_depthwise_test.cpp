@@ -122,11 +122,11 @@ class PointwiseDepthwise : public ::testing::Test {
 TEST_F(PointwiseDepthwise, EqualsTheLayersOperationsInOrder) {
   const float zero = 0.f, leaky = 0.1f;
   // in, out, height, width, stride: whole and partial 7-position tiles, one to five output
-  // blocks (groups of three, two and one), more than one chunk of eight input blocks, a
+  // blocks (groups of three, two and one), more than one chunk of 16 input blocks, a
   // one-row and a one-column image.
   const int shapes[][5] = {{32, 64, 14, 14, 2}, {16, 48, 9, 11, 1},  {64, 80, 8, 5, 2},
-                           {160, 32, 7, 7, 1},  {16, 16, 1, 1, 1},   {32, 64, 1, 13, 2},
-                           {48, 16, 13, 1, 1},  {16, 32, 12, 12, 2}, {144, 64, 6, 21, 1}};
+                           {272, 32, 7, 7, 1},  {16, 16, 1, 1, 1},   {32, 64, 1, 13, 2},
+                           {48, 16, 13, 1, 1},  {16, 32, 12, 12, 2}, {288, 64, 6, 21, 1}};
   for (const auto& v : shapes) {
     Case c;
     c.shape = {v[0], v[1], v[2], v[3], v[4]};
@@ -160,8 +160,9 @@ TEST_F(PointwiseDepthwise, EqualsTheLayersOperationsInOrder) {
 TEST_F(PointwiseDepthwise, PointwiseAloneEqualsTheOperationsInOrder) {
   const float leaky = 0.1f;
   // in, out, height, width, batch, threads.
-  const int cases[][6] = {{32, 64, 7, 7, 1, 1},   {16, 48, 9, 11, 1, 2}, {160, 80, 5, 3, 2, 1},
-                          {144, 32, 6, 21, 3, 2}, {16, 16, 1, 1, 1, 2},  {48, 112, 4, 4, 2, 2}};
+  // (17 and 33 input blocks: two and three chunks.)
+  const int cases[][6] = {{32, 64, 7, 7, 1, 1},   {16, 48, 9, 11, 1, 2}, {272, 80, 5, 3, 2, 1},
+                          {528, 32, 6, 21, 3, 2}, {16, 16, 1, 1, 1, 2},  {48, 112, 4, 4, 2, 2}};
   for (const auto& v : cases) {
     Case c;
     c.shape = {v[0], v[1], v[2], v[3], 1};
