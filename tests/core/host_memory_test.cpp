@@ -7,6 +7,7 @@
 #include <fstream>
 #include <sstream>
 #include <string>
+#include <utility>
 
 namespace crema {
 namespace {
@@ -42,14 +43,16 @@ TEST(AllocateHost, SmallBuffersAre64ByteAlignedAndUsable) {
 
 TEST(AllocateHost, FromTheThresholdOnWhole2MbPages) {
   constexpr size_t kMb = size_t{1} << 20;
-  for (size_t bytes : {kMb, 3 * kMb + 5, kHugePagesFrom}) {
+  for (size_t bytes : {2 * kMb, 3 * kMb + 5, kHugePagesFrom}) {
     HostFloats floats(static_cast<float*>(AllocateHost(bytes, kWeightHugePagesFrom)));
     EXPECT_EQ(Address(floats.get()) % (2 * kMb), 0u) << bytes;
     std::memset(floats.get(), 1, bytes);
   }
-  // Below the default threshold: 64-byte alignment is all that is promised.
-  HostFloats floats(static_cast<float*>(AllocateHost(kMb)));
-  EXPECT_EQ(Address(floats.get()) % 64, 0u);
+  // Below the thresholds (and below one 2 MB page): 64-byte alignment is all that is promised.
+  for (const auto& [bytes, from] : {std::pair{2 * kMb, kHugePagesFrom}, std::pair{kMb, kMb}}) {
+    HostFloats floats(static_cast<float*>(AllocateHost(bytes, from)));
+    EXPECT_EQ(Address(floats.get()) % 64, 0u);
+  }
 }
 
 TEST(AllocateHost, AdvisesHugePagesWhereTheKernelHasThem) {
@@ -64,6 +67,12 @@ TEST(AllocateHost, AdvisesHugePagesWhereTheKernelHasThem) {
   const std::string flags = VmFlagsAt(floats.get());
   ASSERT_FALSE(flags.empty()) << "no mapping in /proc/self/smaps holds the buffer";
   EXPECT_NE(flags.find(" hg"), std::string::npos) << flags;
+  // The last megabyte is no whole 2 MB page: not advised (a huge page there would hold a
+  // megabyte the buffer never uses).
+  const std::string tail =
+      VmFlagsAt(reinterpret_cast<const char*>(floats.get()) + (size_t{2} << 20));
+  ASSERT_FALSE(tail.empty());
+  EXPECT_EQ(tail.find(" hg"), std::string::npos) << tail;
 }
 
 }  // namespace
