@@ -266,17 +266,18 @@ int RunTime(const std::vector<std::string>& args) {
     }
     const double ms = (forward_ms[i] + backward_ms[i]) / iters;
     double flops = 0;
-    // The engine of the step's last layer that races them (the convolution a depthwise one is
-    // fused into; the folded copy where BatchNorm was folded into a convolution).
-    const CpuEngineChoice* choice = nullptr;
+    // The engine of the step's first layer that ran one (the folded copy where BatchNorm was
+    // folded into a convolution; a depthwise convolution its 1x1 one computes runs none).
+    const char* engine = "";
     for (int j = i; j <= step_last[i]; ++j) {
       flops += forward_flops[j] + backward_flops[j];
-      if (const CpuEngineChoice* c = net->forward_layer(j)->cpu_engine_choice()) choice = c;
+      const CpuEngineChoice* c = net->forward_layer(j)->cpu_engine_choice();
+      if (*engine == '\0' && c != nullptr) engine = c->last();
     }
     const std::string gflops = flops > 0 && ms > 0 ? Fixed(flops / ms / 1e6, 1) : "";
     std::printf("  %-*s  %-*s  %12.5f  %12.5f  %9s  %s\n", w, net->layer_names()[i].c_str(), tw,
                 step_type[i].c_str(), forward_ms[i] / iters, backward_ms[i] / iters, gflops.c_str(),
-                device.is_cpu() && choice != nullptr ? choice->last() : "");
+                device.is_cpu() ? engine : "");
   }
   // The same times summed per layer type (a BatchNorm group under its joined types), largest
   // first: where an iteration goes.

@@ -105,7 +105,8 @@ class ConvolutionLayer : public BaseConvolutionLayer {
   // slower with weights 16-byte aligned).
   class PackedWeights {
    public:
-    // Room for `count` floats (64-byte aligned; huge pages from 1 MB: read in every pass).
+    // Room for `count` floats (AllocateHost: huge pages from kWeightHugePagesFrom, since the
+    // kernels read them in every pass).
     float* Resize(size_t count);
     // Gives the memory back.
     void Clear() {
