@@ -87,7 +87,8 @@ DEFINE_string(
     cpu_engine, "",
     "CPU Convolution, Pooling, InnerProduct: auto (per layer and shape, oneDNN or "
     "crema's kernels, and for 3x3 stride-1 convolutions on AVX-512 oneDNN's Winograd "
-    "convolution, and in inference on AVX-512 for 3x3 and 1x1 stride-1 convolutions crema's "
+    "convolution, and in inference on AVX-512 for 3x3 and 1x1 stride-1 convolutions and 3x3 "
+    "depthwise ones crema's "
     "direct kernels on the channel-blocked layout (crema-blocked) too, as for global average "
     "pooling in inference, whichever times fastest "
     "in passes run as the net runs the layer: its "

@@ -232,17 +232,25 @@ float* ConvolutionLayer::PackedWeights::Resize(size_t count) {
 bool ConvolutionLayer::BlockedConvApplies(const Blob& bottom, const Blob& top,
                                           cpu::BlockedConvShape* shape) const {
   const bool pointwise = All(kernel_shape_, 1) && All(pad_, 0);
+  const bool depthwise = group_ == channels_ && num_output_ == channels_ && group_ > 1 &&
+                         stride_.size() == 2 && stride_[0] == stride_[1] &&
+                         (stride_[0] == 1 || stride_[0] == 2);
   if (!forward_only() || dtype() != DataType::kFloat32 || num_spatial_axes_ != 2 ||
       channel_axis_ != 1 || bottom.num_axes() != 4 || bottom.shape(1) != channels_ ||
-      !((All(kernel_shape_, 3) && All(pad_, 1)) || pointwise) || !All(stride_, 1) ||
-      !All(dilation_, 1) || group_ != 1 || ChannelBlock() != 16 || !top.channel_block_allowed() ||
-      !ChannelBlockable(top.shape()))
+      !((All(kernel_shape_, 3) && All(pad_, 1)) || (pointwise && !depthwise)) ||
+      !(All(stride_, 1) || depthwise) || !All(dilation_, 1) || !(group_ == 1 || depthwise) ||
+      ChannelBlock() != 16 || !top.channel_block_allowed() || !ChannelBlockable(top.shape()))
     return false;
   shape->in_channels = channels_;
   shape->channels = num_output_;
   shape->height = bottom.shape(2);
   shape->width = bottom.shape(3);
   shape->kernel = pointwise ? 1 : 3;
+  shape->depthwise = depthwise;
+  shape->stride = stride_[0];
+  if (depthwise)
+    return cpu::PointwiseDepthwiseApplies(
+        {channels_, channels_, shape->height, shape->width, shape->stride});
   return pointwise ? cpu::PointwiseApplies(channels_, num_output_, shape->height * shape->width)
                    : cpu::BlockedConv3x3Applies(*shape);
 }
@@ -251,12 +259,17 @@ bool ConvolutionLayer::ForwardBlockedConv(const Blob& bottom, Blob* top) {
   cpu::BlockedConvShape shape;
   const int block = bottom.cpu_channel_block();
   if (!BlockedConvApplies(bottom, *top, &shape)) return false;
-  // (The 1x1 kernel reads blocked input only: where the input arrives plain, oneDNN's runs.)
-  if (block != 16 && (block != 0 || shape.kernel == 1)) return false;
+  // (The 1x1 and depthwise kernels read blocked input only: where the input arrives plain,
+  // oneDNN's runs.)
+  if (block != 16 && (block != 0 || shape.kernel == 1 || shape.depthwise)) return false;
+  const cpu::PointwiseDepthwiseShape depthwise{channels_, channels_, shape.height, shape.width,
+                                               shape.stride};
   const Blob& w = *blobs_[0];
   if (blocked_generation_ != w.data_generation()) {
     float* packed = blocked_weights_.Resize(w.count());
-    if (shape.kernel == 1)
+    if (shape.depthwise)
+      cpu::PackDepthwiseWeights(depthwise, w.cpu_data<float>(), packed);
+    else if (shape.kernel == 1)
       cpu::PackPointwiseWeights({channels_, num_output_, 1, 1, 1}, w.cpu_data<float>(), packed);
     else
       cpu::PackBlockedConv3x3Weights(shape, w.cpu_data<float>(), packed);
@@ -265,16 +278,19 @@ bool ConvolutionLayer::ForwardBlockedConv(const Blob& bottom, Blob* top) {
   const float* bias = bias_term_ ? blobs_[1]->cpu_data<float>() : nullptr;
   const float relu_slope = fused_relu_slope();
   const float* relu = fused_relu() ? &relu_slope : nullptr;
-  if (shape.kernel == 1) {
-    cpu::PointwiseArgs args;
+  if (shape.depthwise || shape.kernel == 1) {
+    cpu::AloneArgs args;
     args.x = bottom.cpu_data<float>();
     args.weights = blocked_weights_.data();
     args.bias = bias;
     args.relu = relu;
     args.y = top->mutable_cpu_data<float>();
     args.threads = CpuThreads();
-    cpu::PointwiseForward(channels_, num_output_, shape.height * shape.width, bottom.shape(0),
-                          args);
+    if (shape.depthwise)
+      cpu::DepthwiseForward(depthwise, bottom.shape(0), args);
+    else
+      cpu::PointwiseForward(channels_, num_output_, shape.height * shape.width, bottom.shape(0),
+                            args);
   } else {
     cpu::BlockedConvArgs args;
     args.x = bottom.cpu_data<float>();

@@ -132,9 +132,10 @@ class ConvolutionLayer : public BaseConvolutionLayer {
   FusedDepthwise fused_depthwise_;
   // Computes the fused pair when it applies to this bottom (false: it did nothing).
   bool ForwardFusedDepthwise(const Blob& bottom);
-  // crema's blocked kernels (cpu::BlockedConv3x3Forward, cpu::PointwiseForward): whether this
-  // layer is one they compute (3x3 with pad 1 or 1x1 without, stride 1, one group, 2-D, float32,
-  // an inference net's layer, a top that may be blocked by 16) for these blobs (filling *shape),
+  // crema's blocked kernels (cpu::BlockedConv3x3Forward, cpu::PointwiseForward,
+  // cpu::DepthwiseForward): whether this layer is one they compute (3x3 with pad 1 or 1x1
+  // without, stride 1, one group; or 3x3 depthwise with pad 1, stride 1 or 2; 2-D, float32, an
+  // inference net's layer, a top that may be blocked by 16) for these blobs (filling *shape),
   // and the pass itself on a bottom blocked by 16 (or plain, for the 3x3 kernel; its output
   // blocked; false: it did nothing), with the weights packed from the buffer of that generation
   // (no packed copy kept once a race has decided for another kernel).

@@ -23,6 +23,10 @@ struct BlockedConvShape {
   int channels = 0;           // of the output
   int height = 0, width = 0;  // of the input and of the output
   int kernel = 3;  // 3 (this kernel) or 1 (math/pointwise_depthwise.hpp PointwiseForward)
+  // A 3x3 depthwise convolution (in_channels == channels, one group per channel) of this stride
+  // (1 or 2): math/pointwise_depthwise.hpp DepthwiseForward.
+  bool depthwise = false;
+  int stride = 1;
 };
 
 // Whether BlockedConv3x3Forward runs on this CPU for that shape: AVX-512 (math/cpu_isa.hpp),

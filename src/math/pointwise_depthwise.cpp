@@ -191,6 +191,29 @@ CREMA_AVX512 void Rows(const PointwiseDepthwiseShape& s, const PointwiseDepthwis
     }
   }
 }
+
+// Output rows [begin, end) of the depthwise convolution alone, the images' channel blocks' rows
+// numbered together (plane p = image * blocks + block, its row ro is p * out_height + ro).
+template <int S>
+CREMA_AVX512 void DepthwiseAloneRows(const PointwiseDepthwiseShape& s, const AloneArgs& a,
+                                     int64_t begin, int64_t end) {
+  const int oh = s.out_height(), ow = s.out_width(), blocks = s.channels / kBlock;
+  const size_t plane = static_cast<size_t>(s.height) * s.width * kBlock;
+  const size_t out_plane = static_cast<size_t>(oh) * ow * kBlock;
+  for (int64_t i = begin; i < end; ++i) {
+    const int64_t p = i / oh;
+    const int ro = static_cast<int>(i % oh), cb = static_cast<int>(p % blocks);
+    const float* x = a.x + p * plane;
+    const float* rows[3];
+    for (int kh = 0; kh < 3; ++kh) {
+      const int r = ro * S - 1 + kh;
+      rows[kh] = r < 0 || r >= s.height ? nullptr : x + static_cast<size_t>(r) * s.width * kBlock;
+    }
+    DepthwiseRow<S>(rows, s.width, ow, a.weights + cb * 9 * kBlock,
+                    a.bias != nullptr ? a.bias + cb * kBlock : nullptr, a.relu,
+                    a.y + p * out_plane + static_cast<size_t>(ro) * ow * kBlock);
+  }
+}
 #endif  // __x86_64__
 
 // One core's L2 cache (sysconf; 1 MiB when unknown).
@@ -258,12 +281,27 @@ void PointwiseDepthwiseForward(const PointwiseDepthwiseShape& s, int batch,
 #endif
 }
 
+void DepthwiseForward(const PointwiseDepthwiseShape& s, int batch, const AloneArgs& a) {
+  CREMA_ASSERT(PointwiseDepthwiseApplies(s) && s.in_channels == s.channels,
+               "DepthwiseForward on this CPU or shape");
+#if defined(__x86_64__)
+  const int64_t rows = int64_t{batch} * (s.channels / kBlock) * s.out_height();
+#pragma omp parallel num_threads(std::max(a.threads, 1))
+  {
+    const ThreadShare share(rows);
+    if (s.stride == 1)
+      DepthwiseAloneRows<1>(s, a, share.begin, share.end);
+    else
+      DepthwiseAloneRows<2>(s, a, share.begin, share.end);
+  }
+#endif
+}
+
 bool PointwiseApplies(int in_channels, int channels, int positions) {
   return PointwiseDepthwiseApplies({in_channels, channels, 1, positions, 1});
 }
 
-void PointwiseForward(int in_channels, int channels, int positions, int batch,
-                      const PointwiseArgs& a) {
+void PointwiseForward(int in_channels, int channels, int positions, int batch, const AloneArgs& a) {
   CREMA_ASSERT(PointwiseApplies(in_channels, channels, positions),
                "PointwiseForward on this CPU or shape");
 #if defined(__x86_64__)

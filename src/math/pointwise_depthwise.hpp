@@ -70,6 +70,16 @@ struct PointwiseDepthwiseArgs {
 void PointwiseDepthwiseForward(const PointwiseDepthwiseShape& shape, int batch,
                                const PointwiseDepthwiseArgs& args);
 
+// The operands of a kernel alone on the blocked layout (PointwiseForward, DepthwiseForward).
+struct AloneArgs {
+  const float* x = nullptr;        // batch x in_channels x positions, nChw16c
+  const float* weights = nullptr;  // PackPointwiseWeights' / PackDepthwiseWeights' order
+  const float* bias = nullptr;     // channels, or null for none
+  const float* relu = nullptr;     // the ReLU's negative slope, or null for no ReLU
+  float* y = nullptr;              // batch x channels x its positions, nChw16c; may not overlap x
+  int threads = 1;                 // OpenMP threads at most
+};
+
 // A 1x1 convolution alone (stride 1, no padding, one group, with bias and ReLU) on the same
 // layout with the same register tiles, the next chunk's weights fetched ahead (at batch 1 they
 // come from memory): a kernel CPU inference's 1x1 convolutions race (CpuKernel::kCremaBlocked).
@@ -79,19 +89,17 @@ void PointwiseDepthwiseForward(const PointwiseDepthwiseShape& shape, int batch,
 // Whether it runs on this CPU: AVX-512, channel counts multiples of 16, positions > 0.
 bool PointwiseApplies(int in_channels, int channels, int positions);
 
-struct PointwiseArgs {
-  const float* x = nullptr;        // batch x in_channels x positions, nChw16c
-  const float* weights = nullptr;  // PackPointwiseWeights' order
-  const float* bias = nullptr;     // channels, or null for none
-  const float* relu = nullptr;     // the ReLU's negative slope, or null for no ReLU
-  float* y = nullptr;              // batch x channels x positions, nChw16c; may not overlap x
-  int threads = 1;                 // OpenMP threads at most
-};
-
 // y = ReLU(pointwise(x)) for `batch` images, each output as PointwiseDepthwiseForward's 1x1 part
 // computes it (the same bits on any thread count), the threads taking equal shares of the tiles
 // of the groups of output blocks (each group's weights used by every image in turn).
 void PointwiseForward(int in_channels, int channels, int positions, int batch,
-                      const PointwiseArgs& args);
+                      const AloneArgs& args);
+
+// A 3x3 depthwise convolution alone (pad 1, stride 1 or 2, with bias and ReLU; shape.in_channels
+// == shape.channels) on the same layout: the fused kernel's depthwise rows, reading the input's
+// rows where they are, in parallel over output rows (the same bits on any thread count). A
+// kernel CPU inference's depthwise convolutions race (CpuKernel::kCremaBlocked). Requires
+// PointwiseDepthwiseApplies(shape).
+void DepthwiseForward(const PointwiseDepthwiseShape& shape, int batch, const AloneArgs& args);
 
 }  // namespace crema::cpu

@@ -1,4 +1,4 @@
-// The fused 1x1 + 3x3 depthwise convolution kernel, and the 1x1 one alone
+// The fused 1x1 + 3x3 depthwise convolution kernel, and the 1x1 and depthwise ones alone
 // (math/pointwise_depthwise.hpp), against a scalar reference that computes each output with the
 // same operations in the same order (the bias, then fused multiply-adds over the input channels
 // or the taps, then crema's ReLU): the same bits, over shapes with partial position tiles, both
@@ -10,6 +10,7 @@
 #include <algorithm>
 #include <cmath>
 #include <cstring>
+#include <string>
 #include <vector>
 
 #include "math/cpu_isa.hpp"
@@ -51,13 +52,12 @@ std::vector<float> PointwiseReference(const Case& c, const std::vector<float>& x
   return mid;
 }
 
-// x blocked; returns y blocked.
-std::vector<float> Reference(const Case& c, const std::vector<float>& x,
-                             const std::vector<float>& pw, const std::vector<float>& pw_bias,
-                             const std::vector<float>& dw, const std::vector<float>& dw_bias) {
+// The depthwise convolution: mid (channels) blocked; returns its output blocked.
+std::vector<float> DepthwiseReference(const Case& c, const std::vector<float>& mid,
+                                      const std::vector<float>& dw,
+                                      const std::vector<float>& dw_bias) {
   const PointwiseDepthwiseShape& s = c.shape;
   const int H = s.height, W = s.width, OH = s.out_height(), OW = s.out_width();
-  const std::vector<float> mid = PointwiseReference(c, x, pw, pw_bias);
   std::vector<float> y(static_cast<size_t>(c.batch) * s.channels * OH * OW);
   for (int n = 0; n < c.batch; ++n)
     for (int ch = 0; ch < s.channels; ++ch)
@@ -74,6 +74,37 @@ std::vector<float> Reference(const Case& c, const std::vector<float>& x,
           y[testing::Blocked16(n, ch, oh, ow, s.channels, OH, OW)] = Relu(acc, c.dw_relu);
         }
   return y;
+}
+
+// x blocked; returns y blocked.
+std::vector<float> Reference(const Case& c, const std::vector<float>& x,
+                             const std::vector<float>& pw, const std::vector<float>& pw_bias,
+                             const std::vector<float>& dw, const std::vector<float>& dw_bias) {
+  return DepthwiseReference(c, PointwiseReference(c, x, pw, pw_bias), dw, dw_bias);
+}
+
+// The operands of a kernel alone, its output y filled with NaN first.
+AloneArgs Alone(const std::vector<float>& x, const std::vector<float>& packed, const float* bias,
+                const float* relu, std::vector<float>* y, int threads) {
+  std::fill(y->begin(), y->end(), NAN);
+  AloneArgs a;
+  a.x = x.data();
+  a.weights = packed.data();
+  a.bias = bias;
+  a.relu = relu;
+  a.y = y->data();
+  a.threads = threads;
+  return a;
+}
+
+// y is `expected` bit for bit (`what` names the case).
+void ExpectSameBits(const std::vector<float>& expected, const std::vector<float>& y,
+                    const std::string& what) {
+  ASSERT_EQ(expected.size(), y.size());
+  for (size_t i = 0; i < y.size(); ++i)
+    ASSERT_EQ(0, std::memcmp(&expected[i], &y[i], sizeof(float)))
+        << "element " << i << " of " << y.size() << ": " << expected[i] << " vs " << y[i] << " ("
+        << what << ")";
 }
 
 void ExpectSameAsReference(const Case& c, int threads) {
@@ -178,21 +209,46 @@ TEST_F(PointwiseDepthwise, PointwiseAloneEqualsTheOperationsInOrder) {
     const auto pw_bias = testing::RandomFloats(s.channels, 3);
     std::vector<float> packed(pw.size());
     PackPointwiseWeights(s, pw.data(), packed.data());
-    std::vector<float> y(static_cast<size_t>(c.batch) * s.channels * positions, NAN);
-    PointwiseArgs a;
-    a.x = x.data();
-    a.weights = packed.data();
-    a.bias = c.pw_bias ? pw_bias.data() : nullptr;
-    a.relu = c.pw_relu;
-    a.y = y.data();
-    a.threads = v[5];
-    PointwiseForward(s.in_channels, s.channels, positions, c.batch, a);
-    const std::vector<float> expected = PointwiseReference(c, x, pw, pw_bias);
-    for (size_t i = 0; i < y.size(); ++i)
-      ASSERT_EQ(0, std::memcmp(&expected[i], &y[i], sizeof(float)))
-          << "element " << i << ": " << expected[i] << " vs " << y[i] << " (in " << s.in_channels
-          << ", out " << s.channels << ", " << s.height << "x" << s.width << ", batch " << c.batch
-          << ", threads " << v[5] << ")";
+    std::vector<float> y(static_cast<size_t>(c.batch) * s.channels * positions);
+    PointwiseForward(s.in_channels, s.channels, positions, c.batch,
+                     Alone(x, packed, c.pw_bias ? pw_bias.data() : nullptr, c.pw_relu, &y, v[5]));
+    ExpectSameBits(PointwiseReference(c, x, pw, pw_bias), y,
+                   "in " + std::to_string(s.in_channels) + ", out " + std::to_string(s.channels) +
+                       ", " + std::to_string(s.height) + "x" + std::to_string(s.width) +
+                       ", batch " + std::to_string(c.batch) + ", threads " + std::to_string(v[5]));
+  }
+}
+
+// The depthwise convolution alone (DepthwiseForward), both strides, with threads sharing a
+// plane's rows.
+TEST_F(PointwiseDepthwise, DepthwiseAloneEqualsTheOperationsInOrder) {
+  const float leaky = 0.1f;
+  // channels, height, width, stride, batch, threads: whole and partial 8-output runs, one-row and
+  // one-column images, odd sizes, a thread's share ending inside a plane.
+  const int cases[][6] = {{16, 14, 14, 1, 1, 1}, {32, 9, 11, 2, 1, 2}, {48, 7, 7, 1, 2, 2},
+                          {16, 1, 13, 2, 3, 1},  {32, 13, 1, 1, 1, 2}, {64, 5, 21, 2, 2, 2}};
+  for (const auto& v : cases) {
+    Case c;
+    c.shape = {v[0], v[0], v[1], v[2], v[3]};
+    c.batch = v[4];
+    c.dw_relu = v[5] == 2 ? &leaky : nullptr;
+    c.dw_bias = v[4] != 2;
+    const PointwiseDepthwiseShape& s = c.shape;
+    ASSERT_TRUE(PointwiseDepthwiseApplies(s));
+    const auto x =
+        testing::RandomFloats(static_cast<size_t>(c.batch) * s.channels * s.height * s.width, 1);
+    const auto dw = testing::RandomFloats(static_cast<size_t>(s.channels) * 9, 4);
+    const auto dw_bias = testing::RandomFloats(s.channels, 5);
+    std::vector<float> packed(dw.size());
+    PackDepthwiseWeights(s, dw.data(), packed.data());
+    std::vector<float> y(static_cast<size_t>(c.batch) * s.channels * s.out_height() *
+                         s.out_width());
+    DepthwiseForward(s, c.batch,
+                     Alone(x, packed, c.dw_bias ? dw_bias.data() : nullptr, c.dw_relu, &y, v[5]));
+    ExpectSameBits(DepthwiseReference(c, x, dw, dw_bias), y,
+                   std::to_string(s.channels) + " channels, " + std::to_string(s.height) + "x" +
+                       std::to_string(s.width) + ", stride " + std::to_string(s.stride) +
+                       ", batch " + std::to_string(c.batch) + ", threads " + std::to_string(v[5]));
   }
 }
 

@@ -257,10 +257,10 @@ TEST(ChannelBlocked, AutomaticEngineChoiceOnBlockedData) {
 }
 
 // crema's kernels on the blocked layout (math/blocked_conv.hpp, 3x3; pointwise_depthwise.hpp,
-// 1x1) where the race keeps them: the 3x3 one reads the net's plain input or the blocked output
-// of the convolution before it, each writes blocked output for the next, with its fused ReLU,
-// and the net's output is the reference's within float rounding. A training net never races it (its
-// passes are inference's).
+// 1x1 and depthwise) where the race keeps them: the 3x3 one reads the net's plain input or the
+// blocked output of the convolution before it, each writes blocked output for the next, with its
+// fused ReLU, and the net's output is the reference's within float rounding. A training net never
+// races it (its passes are inference's).
 TEST(ChannelBlocked, CremasBlockedKernelInTheChain) {
   setenv("CREMA_CPU_ENGINE_CACHE", "off", 1);
   const AgainstCaffe nets = BuildAgainstCaffe(Parse(R"(
@@ -274,7 +274,10 @@ TEST(ChannelBlocked, CremasBlockedKernelInTheChain) {
             relu_param { negative_slope: 0.1 } }
     layer { name: "conv3" type: "Convolution" bottom: "conv2" top: "conv3"
             convolution_param { num_output: 32 kernel_size: 1 } }
-    layer { name: "conv4" type: "Convolution" bottom: "conv3" top: "conv4"
+    layer { name: "dw" type: "Convolution" bottom: "conv3" top: "dw"
+            convolution_param { num_output: 32 group: 32 kernel_size: 3 pad: 1 stride: 2 } }
+    layer { name: "relu_dw" type: "ReLU" bottom: "dw" top: "dw" }
+    layer { name: "conv4" type: "Convolution" bottom: "dw" top: "conv4"
             convolution_param { num_output: 16 kernel_size: 1 } }
   )"));
   ScopedCpuEngine autochoice(CpuEngine::kAuto);
@@ -286,13 +289,14 @@ TEST(ChannelBlocked, CremasBlockedKernelInTheChain) {
   decide("conv1", {2, 16, 9, 11}, CpuKernel::kCremaBlocked);
   decide("conv2", {2, 32, 9, 11}, CpuKernel::kCremaBlocked);
   decide("conv3", {2, 48, 9, 11}, CpuKernel::kCremaBlocked);
+  decide("dw", {2, 32, 9, 11}, CpuKernel::kCremaBlocked);  // (depthwise, stride 2, ReLU fused)
   // (The output's writer writes it plain: oneDNN's kernel, whatever the decision.)
-  decide("conv4", {2, 32, 9, 11}, CpuKernel::kCremaBlocked);
+  decide("conv4", {2, 32, 5, 6}, CpuKernel::kCremaBlocked);
   // (Without AVX-512 or oneDNN, the decisions run oneDNN's kernel, or crema's plain one.)
   const bool runs = ChannelBlock() == 16 && cpu::BlockedConv3x3Applies({16, 32, 9, 11});
   for (int pass = 0; pass < 2; ++pass) {
     nets.net->Forward();
-    for (const char* name : {"conv1", "conv2", "conv3", "conv4"})
+    for (const char* name : {"conv1", "conv2", "conv3", "dw", "conv4"})
       EXPECT_EQ(dynamic_cast<const ConvolutionLayer&>(*nets.net->layer_by_name(name)).blocked_ran(),
                 runs && std::string(name) != "conv4")
           << name;
