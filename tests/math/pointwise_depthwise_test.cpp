@@ -134,13 +134,11 @@ void ExpectSameAsReference(const Case& c, int threads) {
   a.threads = threads;
   a.scratch = scratch.data();
   PointwiseDepthwiseForward(s, c.batch, a);
-  const auto expected = Reference(c, x, pw, pw_bias, dw, dw_bias);
-  ASSERT_EQ(expected.size(), y.size());
-  for (size_t i = 0; i < y.size(); ++i)
-    ASSERT_EQ(0, std::memcmp(&expected[i], &y[i], sizeof(float)))
-        << "element " << i << " of " << y.size() << ": " << expected[i] << " vs " << y[i] << " (in "
-        << s.in_channels << ", out " << s.channels << ", " << s.height << "x" << s.width
-        << ", stride " << s.stride << ", batch " << c.batch << ", threads " << threads << ")";
+  ExpectSameBits(Reference(c, x, pw, pw_bias, dw, dw_bias), y,
+                 "in " + std::to_string(s.in_channels) + ", out " + std::to_string(s.channels) +
+                     ", " + std::to_string(s.height) + "x" + std::to_string(s.width) + ", stride " +
+                     std::to_string(s.stride) + ", batch " + std::to_string(c.batch) +
+                     ", threads " + std::to_string(threads));
 }
 
 class PointwiseDepthwise : public ::testing::Test {
